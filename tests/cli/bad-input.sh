@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bad-input.sh - every user mistake gives one clear stderr line and a distinct
+# non-zero exit, never a signal, and leaves nothing behind. Prints TAP.
+# usage: bad-input.sh MAYFLY GOOD_KERNEL
+set -u
+mayfly=$1
+good_kernel=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+: > "$tmp/empty"
+head -c 65536 /dev/urandom > "$tmp/garbage"
+printf '\177ELF\002\001\001' > "$tmp/truncated-elf"
+head -c 600 /dev/zero > "$tmp/zeros"
+mkdir "$tmp/dir"
+install -m 600 /dev/null "$tmp/kvm-root-only"
+
+# expect NAME WANT_CODE PATTERN -- ARGS...
+expect() {
+	local name=$1 want=$2 pattern=$3
+	shift 4
+	n=$((n + 1))
+	local out="$tmp/out" err="$tmp/err" code
+	timeout 20 "$@" > "$out" 2> "$err" < /dev/null
+	code=$?
+	local lines
+	lines=$(wc -l < "$err")
+	if [ "$code" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -q -- "$pattern" "$err"; then
+		echo "not ok $n - $name # exit $code (want $want), $lines stderr line(s)"
+		sed 's/^/# /' "$err" | head -5
+		failed=$((failed + 1))
+	else
+		echo "ok $n - $name: $(cat "$err")"
+	fi
+}
+
+echo "1..21"
+expect "no arguments" 2 "missing command" -- "$mayfly"
+expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
+expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
+expect "flag without value" 2 "needs a value" -- "$mayfly" boot --kernel
+expect "no kernel" 2 "missing --kernel" -- "$mayfly" boot
+expect "--mem 0" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 0
+expect "absurd --mem" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 99999999999
+expect "overflowing --mem" 2 "bad number" -- "$mayfly" boot --kernel "$good_kernel" --mem 123456789012345678901234567890
+expect "non-numeric --mem" 2 "bad number 'lots'" -- "$mayfly" boot --kernel "$good_kernel" --mem lots
+expect "--cpus 0" 2 "--cpus must be between" -- "$mayfly" boot --kernel "$good_kernel" --cpus 0
+expect "absurd --cpus" 2 "--cpus must be between" -- "$mayfly" boot --kernel "$good_kernel" --cpus 100000
+expect "missing kernel file" 3 "cannot open kernel" -- "$mayfly" boot --kernel "$tmp/nope"
+expect "empty kernel" 3 "is empty" -- "$mayfly" boot --kernel "$tmp/empty"
+expect "kernel is a directory" 3 "not a regular file" -- "$mayfly" boot --kernel "$tmp/dir"
+expect "garbage kernel" 3 "kernel '$tmp/garbage'" -- "$mayfly" boot --kernel "$tmp/garbage"
+expect "truncated ELF kernel" 3 "kernel '$tmp/truncated-elf'" -- "$mayfly" boot --kernel "$tmp/truncated-elf"
+expect "zero-filled kernel" 3 "kernel '$tmp/zeros'" -- "$mayfly" boot --kernel "$tmp/zeros"
+expect "missing initrd" 3 "cannot open initrd" -- "$mayfly" boot --kernel "$good_kernel" --initrd "$tmp/nope"
+expect "missing KVM device" 4 "KVM device not found" -- "$mayfly" boot --kernel "$good_kernel" --kvm-device "$tmp/no-kvm"
+expect "not a KVM device" 5 "unsupported KVM" -- "$mayfly" boot --kernel "$good_kernel" --kvm-device /dev/null
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
+	expect "KVM device not permitted" 4 "no permission" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$mayfly" boot \
+		--kernel "$good_kernel" --kvm-device "$tmp/kvm-root-only"
+else
+	chmod 000 "$tmp/kvm-root-only"
+	expect "KVM device not permitted" 4 "no permission" -- \
+		"$mayfly" boot --kernel "$good_kernel" --kvm-device "$tmp/kvm-root-only"
+fi
+[ "$failed" -eq 0 ]

@@ -1,0 +1,102 @@
+/* test_config.c - `mayfly boot` flags: defaults, both value forms, and every kind of bad input. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "config.h"
+
+static enum config_result parse(struct vm_config *cfg, char *err, int argc, char **argv)
+{
+	return config_parse(cfg, argc, argv, err, 256);
+}
+
+#define PARSE(cfg, err, ...) \
+	parse(cfg, err, (int)(sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), \
+	      (char *[]){ __VA_ARGS__ })
+
+Test(config, defaults)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k"), CONFIG_OK);
+	cr_assert_str_eq(cfg.kernel_path, "k");
+	cr_assert_eq(cfg.mem_mib, CONFIG_DEFAULT_MEM_MIB);
+	cr_assert_eq(cfg.cpus, 1);
+	cr_assert_not(cfg.console);
+	cr_assert_null(cfg.cmdline);
+	cr_assert_null(cfg.initrd_path);
+	cr_assert_eq(cfg.log_level, LOG_WARN);
+	cr_assert_str_eq(cfg.kvm_device, "/dev/kvm");
+	cr_assert_eq(strlen(cfg.id), 8);
+}
+
+Test(config, all_flags_both_forms)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--kernel=vmlinux", "--initrd", "i.cpio", "--cmdline",
+			   "console=ttyS0 quiet", "--mem=1024", "--cpus", "4", "--console",
+			   "-v", "--verbose", "--id", "vm-7", "--kvm-device=/dev/null"),
+		     CONFIG_OK, "%s", err);
+	cr_assert_str_eq(cfg.kernel_path, "vmlinux");
+	cr_assert_str_eq(cfg.initrd_path, "i.cpio");
+	cr_assert_str_eq(cfg.cmdline, "console=ttyS0 quiet");
+	cr_assert_eq(cfg.mem_mib, 1024);
+	cr_assert_eq(cfg.cpus, 4);
+	cr_assert(cfg.console);
+	cr_assert_eq(cfg.log_level, LOG_DEBUG);
+	cr_assert_str_eq(cfg.id, "vm-7");
+	cr_assert_str_eq(cfg.kvm_device, "/dev/null");
+}
+
+Test(config, help)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--help"), CONFIG_HELP);
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "-h"), CONFIG_HELP);
+}
+
+static void expect_error(const char *needle, int argc, char **argv)
+{
+	struct vm_config cfg;
+	char err[256] = "";
+
+	cr_assert_eq(config_parse(&cfg, argc, argv, err, sizeof(err)), CONFIG_ERROR);
+	cr_assert_not_null(strstr(err, needle), "error '%s' lacks '%s'", err, needle);
+	cr_assert_null(strchr(err, '\n'), "error must be one line");
+}
+
+#define EXPECT_ERROR(needle, ...) \
+	expect_error(needle, (int)(sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), \
+		     (char *[]){ __VA_ARGS__ })
+
+Test(config, bad_input_is_one_clear_line)
+{
+	EXPECT_ERROR("missing --kernel", "--mem", "64");
+	EXPECT_ERROR("unknown option '--bogus'", "--kernel", "k", "--bogus");
+	EXPECT_ERROR("unknown option 'stray'", "--kernel", "k", "stray");
+	EXPECT_ERROR("--mem must be between", "--kernel", "k", "--mem", "0");
+	EXPECT_ERROR("--mem must be between", "--kernel", "k", "--mem", "999999999");
+	EXPECT_ERROR("bad number", "--kernel", "k", "--mem", "99999999999999999999999");
+	EXPECT_ERROR("bad number '-5'", "--kernel", "k", "--mem", "-5");
+	EXPECT_ERROR("bad number '12M'", "--kernel", "k", "--mem", "12M");
+	EXPECT_ERROR("bad number ''", "--kernel", "k", "--mem=");
+	EXPECT_ERROR("--cpus must be between", "--kernel", "k", "--cpus", "0");
+	EXPECT_ERROR("--cpus must be between", "--kernel", "k", "--cpus", "255");
+	EXPECT_ERROR("--cpus must be between", "--kernel", "k", "--cpus", "4294967297");
+	EXPECT_ERROR("needs a value", "--kernel");
+	EXPECT_ERROR("takes no value", "--kernel", "k", "--console=yes");
+	EXPECT_ERROR("bad --id", "--kernel", "k", "--id", "a b");
+	EXPECT_ERROR("bad --id", "--kernel", "k", "--id", "");
+}
+
+Test(config, cmdline_length_is_bounded)
+{
+	static char longline[5000];
+
+	memset(longline, 'a', sizeof(longline) - 1);
+	EXPECT_ERROR("--cmdline is longer", "--kernel", "k", "--cmdline", longline);
+}

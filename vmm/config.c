@@ -1,0 +1,201 @@
+/* config.c - table-driven parser for `mayfly boot` flags, with strict number checks. */
+#include "config.h"
+#include "x86/layout.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char config_usage[] =
+	"usage: mayfly boot --kernel FILE [options]\n"
+	"\n"
+	"Boot a microVM and stream its serial console to stdout.\n"
+	"\n"
+	"  --kernel FILE      vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	"  --initrd FILE      initial ramdisk\n"
+	"  --cmdline STR      kernel command line (default: \"" CONFIG_DEFAULT_CMDLINE "\")\n"
+	"  --mem MIB          guest RAM in MiB (default 256)\n"
+	"  --cpus N           vCPUs (default 1, at most 254)\n"
+	"  --console          interactive: stdin goes to the guest console (Ctrl-A x quits)\n"
+	"  --id ID            VM id shown in log lines (default: a random one)\n"
+	"  --kvm-device PATH  KVM device (default /dev/kvm)\n"
+	"  -v, --verbose      more log lines on stderr (repeat for debug)\n"
+	"  -h, --help         this text\n";
+
+enum opt_kind { OPT_STRING, OPT_U64, OPT_FLAG, OPT_VERBOSE, OPT_HELP };
+
+struct opt {
+	const char *name;      /* long name without dashes */
+	char short_name;
+	enum opt_kind kind;
+};
+
+static const struct opt opts[] = {
+	{ "kernel", 0, OPT_STRING },   { "initrd", 0, OPT_STRING },
+	{ "cmdline", 0, OPT_STRING },  { "mem", 0, OPT_U64 },
+	{ "cpus", 0, OPT_U64 },        { "console", 0, OPT_FLAG },
+	{ "id", 0, OPT_STRING },       { "kvm-device", 0, OPT_STRING },
+	{ "verbose", 'v', OPT_VERBOSE }, { "help", 'h', OPT_HELP },
+};
+
+/* Decimal only, no sign, no trailing junk, no overflow. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+			return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static const struct opt *find_opt(const char *arg, const char **inline_val)
+{
+	*inline_val = NULL;
+	if (arg[0] == '-' && arg[1] && arg[1] != '-' && !arg[2]) {
+		for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+			if (opts[i].short_name == arg[1])
+				return &opts[i];
+		return NULL;
+	}
+	if (strncmp(arg, "--", 2))
+		return NULL;
+	arg += 2;
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		size_t n = strlen(opts[i].name);
+
+		if (strncmp(arg, opts[i].name, n))
+			continue;
+		if (arg[n] == '\0')
+			return &opts[i];
+		if (arg[n] == '=') {
+			*inline_val = arg + n + 1;
+			return &opts[i];
+		}
+	}
+	return NULL;
+}
+
+static bool id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > CONFIG_ID_MAX)
+		return false;
+	for (; *id; id++)
+		if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') ||
+		      (*id >= '0' && *id <= '9') || *id == '-' || *id == '_' || *id == '.'))
+			return false;
+	return true;
+}
+
+static void default_id(struct vm_config *cfg)
+{
+	unsigned v = (unsigned)getpid() * 2654435761u;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (f) {
+		if (fread(&v, sizeof(v), 1, f) != 1)
+			v ^= 0x9e3779b9u;
+		fclose(f);
+	}
+	snprintf(cfg->id, sizeof(cfg->id), "%08x", v);
+}
+
+static enum config_result fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static enum config_result fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return CONFIG_ERROR;
+}
+
+static enum config_result check(struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->kernel_path)
+		return fail(err, errlen, "missing --kernel FILE");
+	if (cfg->mem_mib == 0 || cfg->mem_mib > LAYOUT_MEM_MAX_MIB)
+		return fail(err, errlen, "--mem must be between 1 and %llu MiB",
+			    (unsigned long long)LAYOUT_MEM_MAX_MIB);
+	if (cfg->cpus == 0 || cfg->cpus > CONFIG_MAX_CPUS)
+		return fail(err, errlen, "--cpus must be between 1 and %d", CONFIG_MAX_CPUS);
+	if (cfg->cmdline && strlen(cfg->cmdline) >= LAYOUT_CMDLINE_MAX)
+		return fail(err, errlen, "--cmdline is longer than %llu bytes",
+			    (unsigned long long)LAYOUT_CMDLINE_MAX - 1);
+	return CONFIG_OK;
+}
+
+enum config_result config_parse(struct vm_config *cfg, int argc, char *const argv[],
+				char *err, size_t errlen)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mem_mib = CONFIG_DEFAULT_MEM_MIB;
+	cfg->cpus = 1;
+	cfg->log_level = LOG_WARN;
+	cfg->kvm_device = "/dev/kvm";
+	default_id(cfg);
+
+	for (int i = 0; i < argc; i++) {
+		const char *val;
+		const struct opt *o = find_opt(argv[i], &val);
+		uint64_t num;
+		int rc;
+
+		if (!o)
+			return fail(err, errlen, "unknown option '%s' (see mayfly boot --help)", argv[i]);
+		if (o->kind == OPT_HELP)
+			return CONFIG_HELP;
+		if (o->kind == OPT_VERBOSE || o->kind == OPT_FLAG) {
+			if (val)
+				return fail(err, errlen, "option --%s takes no value", o->name);
+			if (o->kind == OPT_VERBOSE && cfg->log_level < LOG_DEBUG)
+				cfg->log_level++;
+			if (o->kind == OPT_FLAG)
+				cfg->console = true;
+			continue;
+		}
+		if (!val) {
+			if (i + 1 >= argc)
+				return fail(err, errlen, "option --%s needs a value", o->name);
+			val = argv[++i];
+		}
+		if (o->kind == OPT_U64) {
+			rc = parse_u64(val, &num);
+			if (rc)
+				return fail(err, errlen, "option --%s: bad number '%s'", o->name, val);
+			if (!strcmp(o->name, "mem"))
+				cfg->mem_mib = num;
+			else
+				cfg->cpus = num > CONFIG_MAX_CPUS ? CONFIG_MAX_CPUS + 1 : (unsigned)num;
+			continue;
+		}
+		if (!strcmp(o->name, "kernel"))
+			cfg->kernel_path = val;
+		else if (!strcmp(o->name, "initrd"))
+			cfg->initrd_path = val;
+		else if (!strcmp(o->name, "cmdline"))
+			cfg->cmdline = val;
+		else if (!strcmp(o->name, "kvm-device"))
+			cfg->kvm_device = val;
+		else if (!strcmp(o->name, "id")) {
+			if (!id_valid(val))
+				return fail(err, errlen, "bad --id '%s': 1-32 of [A-Za-z0-9._-]", val);
+			snprintf(cfg->id, sizeof(cfg->id), "%s", val);
+		}
+	}
+	return check(cfg, err, errlen);
+}

@@ -1,0 +1,43 @@
+/* config.h - the command line of `mayfly boot`, parsed into a VM configuration (pure: no I/O). */
+#ifndef MAYFLY_CONFIG_H
+#define MAYFLY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+#define CONFIG_DEFAULT_MEM_MIB  256
+#define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
+#define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=1"
+#define CONFIG_ID_MAX           32
+
+struct vm_config {
+	const char *kernel_path;
+	const char *initrd_path;
+	const char *cmdline;          /* NULL: CONFIG_DEFAULT_CMDLINE */
+	uint64_t mem_mib;
+	unsigned cpus;
+	bool console;                 /* interactive: stdin goes to the guest's serial port */
+	enum log_level log_level;
+	char id[CONFIG_ID_MAX + 1];   /* VM id shown in every log line */
+	const char *kvm_device;
+};
+
+enum config_result {
+	CONFIG_OK = 0,
+	CONFIG_HELP = 1,     /* --help: print usage, exit 0 */
+	CONFIG_ERROR = -1,   /* err holds a one-line reason */
+};
+
+/* Parse the arguments after "boot" (argv[0] is the first flag). Strings in
+ * cfg point into argv. On CONFIG_ERROR, err holds one line without a
+ * trailing newline. Accepts both "--flag value" and "--flag=value". */
+enum config_result config_parse(struct vm_config *cfg, int argc, char *const argv[],
+				char *err, size_t errlen);
+
+/* The usage text for `mayfly boot`. */
+extern const char config_usage[];
+
+#endif

@@ -1,0 +1,180 @@
+/* console.c - the console thread: guest serial output to stdout, stdin to the guest, never blocking a vCPU. */
+#include "vm.h"
+#include "exitcode.h"
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONSOLE_ESCAPE 0x01   /* Ctrl-A, then 'x' quits (as in QEMU) */
+
+static void console_wake(struct console *con)
+{
+	uint64_t one = 1;
+
+	/* A full eventfd counter still wakes the reader: ignoring EAGAIN is safe. */
+	if (write(con->wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+void console_notify(void *opaque)
+{
+	struct vm *vm = opaque;
+
+	console_wake(&vm->console);
+}
+
+static void console_drain_output(struct vm *vm)
+{
+	struct console *con = &vm->console;
+	uint8_t buf[4096];
+	size_t n;
+
+	while ((n = serial_take_output(&vm->serial, buf, sizeof(buf))) > 0) {
+		size_t done = 0;
+
+		while (done < n && con->out_fd >= 0) {
+			ssize_t w = write(con->out_fd, buf + done, n - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				/* The reader went away: keep draining so the guest
+				 * is never held up, but stop writing. */
+				log_warn("console output closed: %s", strerror(errno));
+				con->out_fd = -1;
+				break;
+			}
+			done += (size_t)w;
+		}
+	}
+}
+
+struct input {
+	uint8_t buf[256];
+	size_t len, off;
+	bool eof;
+	bool escape;    /* previous byte was CONSOLE_ESCAPE */
+};
+
+/* Read stdin; in raw-tty mode watch for Ctrl-A x. */
+static void console_read_input(struct vm *vm, struct input *in)
+{
+	struct console *con = &vm->console;
+	uint8_t raw[256];
+	ssize_t n = read(con->in_fd, raw, sizeof(raw));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		in->eof = true;
+		return;
+	}
+	in->len = in->off = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (con->raw_tty && in->escape) {
+			in->escape = false;
+			if (raw[i] == 'x') {
+				vm_stop(vm, EXIT_GUEST_RESET, "quit from the console (Ctrl-A x)");
+				return;
+			}
+			if (raw[i] != CONSOLE_ESCAPE)
+				in->buf[in->len++] = CONSOLE_ESCAPE;
+		} else if (con->raw_tty && raw[i] == CONSOLE_ESCAPE) {
+			in->escape = true;
+			continue;
+		}
+		in->buf[in->len++] = raw[i];
+	}
+}
+
+static void *console_thread(void *arg)
+{
+	struct vm *vm = arg;
+	struct console *con = &vm->console;
+	struct input in = { .eof = !con->interactive };
+
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = con->wake_fd, .events = POLLIN },
+					 { .fd = con->in_fd, .events = POLLIN } };
+		bool want_input = !in.eof && in.off == in.len;
+		uint64_t count;
+
+		if (poll(fds, want_input ? 2 : 1, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents & POLLIN) {
+			if (read(con->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+				break;
+		}
+		console_drain_output(vm);
+		if (atomic_load(&con->stopping))
+			break;
+		if (want_input && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			console_read_input(vm, &in);
+		/* Feed what the guest's FIFO has room for; the serial model
+		 * notifies us when the guest reads and makes more room. */
+		if (in.off < in.len)
+			in.off += serial_receive(&vm->serial, in.buf + in.off, in.len - in.off);
+	}
+	console_drain_output(vm);
+	return NULL;
+}
+
+static void console_setup_tty(struct console *con)
+{
+	struct termios raw;
+
+	if (!con->interactive || !isatty(con->in_fd) || tcgetattr(con->in_fd, &con->saved_tty))
+		return;
+	raw = con->saved_tty;
+	cfmakeraw(&raw);
+	raw.c_oflag |= OPOST | ONLCR;   /* host-side newlines still render */
+	if (tcsetattr(con->in_fd, TCSANOW, &raw) == 0)
+		con->raw_tty = true;
+}
+
+int console_start(struct vm *vm)
+{
+	struct console *con = &vm->console;
+	int rc;
+
+	con->in_fd = STDIN_FILENO;
+	con->out_fd = STDOUT_FILENO;
+	con->interactive = vm->cfg->console;
+	console_setup_tty(con);
+	rc = pthread_create(&con->thread, NULL, console_thread, vm);
+	if (rc)
+		return -rc;
+	con->started = true;
+	return 0;
+}
+
+void console_stop(struct vm *vm)
+{
+	struct console *con = &vm->console;
+	struct timespec deadline;
+
+	if (con->started) {
+		atomic_store(&con->stopping, true);
+		console_wake(con);
+		/* A stopped reader must not keep mayfly alive forever. */
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += 2;
+		if (pthread_timedjoin_np(con->thread, NULL, &deadline))
+			log_warn("console output still blocked at exit; remaining output dropped");
+		con->started = false;
+	}
+	if (con->raw_tty) {
+		tcsetattr(con->in_fd, TCSANOW, &con->saved_tty);
+		con->raw_tty = false;
+	}
+	if (serial_dropped(&vm->serial))
+		log_warn("console: %llu bytes of guest output dropped (reader too slow)",
+			 (unsigned long long)serial_dropped(&vm->serial));
+}

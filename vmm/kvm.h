@@ -1,0 +1,32 @@
+/* kvm.h - /dev/kvm: open it, check the API and every capability mayfly uses, create the VM. */
+#ifndef MAYFLY_KVM_H
+#define MAYFLY_KVM_H
+
+#include <stdint.h>
+
+#include "mem.h"
+
+struct kvm {
+	int sys_fd;        /* /dev/kvm */
+	int vm_fd;
+	int run_size;      /* bytes of each vCPU's struct kvm_run mapping */
+	int max_vcpus;
+};
+
+/* Open the KVM device and verify API version 12 and the capabilities.
+ * Returns 0; -ENOENT/-EACCES/-EPERM (device missing or not permitted) or
+ * -ENOTSUP (wrong API or a capability missing) with *why naming what. */
+int kvm_open(struct kvm *kvm, const char *device, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Create the VM: in-kernel irqchip (PIC, IOAPIC, LAPICs) and PIT, the
+ * addresses KVM reserves for itself, and guest RAM as memory slots. */
+int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Drive an ISA interrupt line (0-23) of the in-kernel irqchip. */
+int kvm_irq_line(struct kvm *kvm, unsigned irq, int level);
+
+void kvm_close(struct kvm *kvm);
+
+#endif

@@ -1,0 +1,224 @@
+/* vcpu.c - one thread per vCPU: set up its registers, then KVM_RUN and dispatch each exit. */
+#include "vm.h"
+#include "exitcode.h"
+#include "log.h"
+#include "x86/cpu.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* vcpu_kick sends this; its handler does nothing, the point is the EINTR. */
+#define VCPU_KICK_SIGNAL SIGUSR1
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpu_init_signals(void)
+{
+	struct sigaction sa = { .sa_handler = kick_handler };
+
+	sigemptyset(&sa.sa_mask);
+	return sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0 ? -errno : 0;
+}
+
+int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
+	      int format, uint64_t entry)
+{
+	size_t cpuid_size = sizeof(*cpuid) + cpuid->nent * sizeof(cpuid->entries[0]);
+	struct kvm_cpuid2 *mine;
+	int rc;
+
+	memset(vcpu, 0, sizeof(*vcpu));
+	vcpu->vm = vm;
+	vcpu->index = index;
+	vcpu->fd = ioctl(vm->kvm.vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
+	if (vcpu->fd < 0)
+		return -errno;
+	vcpu->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 vcpu->fd, 0);
+	if (vcpu->run == MAP_FAILED) {
+		rc = -errno;
+		goto err_fd;
+	}
+
+	/* Each vCPU sees its own APIC id in CPUID, so each gets its own copy. */
+	mine = malloc(cpuid_size);
+	if (!mine) {
+		rc = -ENOMEM;
+		goto err_run;
+	}
+	memcpy(mine, cpuid, cpuid_size);
+	cpuid_patch(mine, index, vm->nr_vcpus);
+	rc = ioctl(vcpu->fd, KVM_SET_CPUID2, mine) < 0 ? -errno : 0;
+	free(mine);
+	if (rc)
+		goto err_run;
+
+	rc = regs_setup_msrs(vcpu->fd);
+	if (!rc)
+		rc = regs_setup_lapic(vcpu->fd);
+	/* Other vCPUs wait in the LAPIC for INIT-SIPI, as on real hardware. */
+	if (!rc && index == 0)
+		rc = regs_setup_boot_cpu(vcpu->fd, (enum kernel_format)format, entry);
+	if (rc)
+		goto err_run;
+	return 0;
+
+err_run:
+	munmap(vcpu->run, (size_t)vm->kvm.run_size);
+	vcpu->run = NULL;
+err_fd:
+	close(vcpu->fd);
+	vcpu->fd = -1;
+	return rc;
+}
+
+static void vcpu_log_fatal(struct vcpu *vcpu, int code, const char *what)
+{
+	struct kvm_regs regs;
+	unsigned long long rip = 0;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) == 0)
+		rip = regs.rip;
+	vm_stop(vcpu->vm, code, "vcpu%u: %s at rip=0x%llx", vcpu->index, what, rip);
+}
+
+static void vcpu_handle_io(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+
+	/* String I/O (rep outsb) arrives as count consecutive accesses. The
+	 * data_offset/size/count come from KVM, not the guest, and lie within
+	 * the run page KVM mapped for us. */
+	for (uint32_t i = 0; i < run->io.count; i++) {
+		bus_dispatch(&vcpu->vm->pio, run->io.port, data, run->io.size, is_write);
+		data += run->io.size;
+	}
+}
+
+static void vcpu_handle_mmio(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	uint32_t len = run->mmio.len;
+
+	if (len == 0 || len > sizeof(run->mmio.data))
+		return;
+	bus_dispatch(&vcpu->vm->mmio, run->mmio.phys_addr, run->mmio.data, len,
+		     run->mmio.is_write);
+}
+
+/* Handle one exit; false when the VM must end. */
+static bool vcpu_handle_exit(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		vcpu_handle_io(vcpu);
+		return true;
+	case KVM_EXIT_MMIO:
+		vcpu_handle_mmio(vcpu);
+		return true;
+	case KVM_EXIT_INTR:
+		return true;
+	case KVM_EXIT_SHUTDOWN:
+		vcpu_log_fatal(vcpu, EXIT_TRIPLE_FAULT, "guest triple fault (KVM_EXIT_SHUTDOWN)");
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		if (run->system_event.type == KVM_SYSTEM_EVENT_RESET ||
+		    run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN) {
+			vm_stop(vcpu->vm, EXIT_GUEST_RESET, "guest system event %u",
+				run->system_event.type);
+			return false;
+		}
+		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR, "unexpected KVM system event");
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		vm_stop(vcpu->vm, EXIT_KVM_ERROR,
+			"vcpu%u: KVM entry failed, hardware reason 0x%llx", vcpu->index,
+			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR,
+			       run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION ?
+			       "KVM internal error: instruction emulation failed" :
+			       "KVM internal error");
+		return false;
+	default:
+		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR, "unexpected KVM exit reason");
+		log_error("vcpu%u: the unexpected exit reason was %u", vcpu->index,
+			  run->exit_reason);
+		return false;
+	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+	sigset_t kick;
+
+	sigemptyset(&kick);
+	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
+
+	while (atomic_load(&vcpu->vm->exit_code) < 0) {
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				vcpu->run->immediate_exit = 0;
+				continue;
+			}
+			vm_stop(vcpu->vm, EXIT_KVM_ERROR, "vcpu%u: KVM_RUN failed: %s",
+				vcpu->index, strerror(errno));
+			break;
+		}
+		if (!vcpu_handle_exit(vcpu))
+			break;
+	}
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *vcpu)
+{
+	int rc = pthread_create(&vcpu->thread, NULL, vcpu_thread, vcpu);
+
+	if (rc)
+		return -rc;
+	vcpu->started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *vcpu)
+{
+	if (!vcpu->started)
+		return;
+	/* immediate_exit covers the window where the thread is about to enter
+	 * KVM_RUN and so would miss the signal. */
+	vcpu->run->immediate_exit = 1;
+	pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *vcpu)
+{
+	if (vcpu->started)
+		pthread_join(vcpu->thread, NULL);
+	vcpu->started = false;
+}
+
+void vcpu_destroy(struct vcpu *vcpu)
+{
+	if (vcpu->run && vcpu->run != MAP_FAILED)
+		munmap(vcpu->run, (size_t)vcpu->vm->kvm.run_size);
+	if (vcpu->fd >= 0)
+		close(vcpu->fd);
+	vcpu->run = NULL;
+	vcpu->fd = -1;
+}

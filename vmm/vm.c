@@ -1,0 +1,336 @@
+/* vm.c - the VM builder (one linear recipe, as in Firecracker's builder) and its lifetime. */
+#include "vm.h"
+#include "clock.h"
+#include "exitcode.h"
+#include "log.h"
+#include "x86/boot.h"
+#include "x86/cpu.h"
+#include "x86/layout.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VM_MAX_IMAGE_BYTES (1ULL << 30)   /* a kernel or initrd larger than 1 GiB is a mistake */
+
+void vm_stop(struct vm *vm, int code, const char *fmt, ...)
+{
+	int running = -1;
+	uint64_t one = 1;
+	va_list ap;
+
+	if (!atomic_compare_exchange_strong(&vm->exit_code, &running, -2))
+		return;   /* someone else already ended the VM */
+	va_start(ap, fmt);
+	vsnprintf(vm->exit_reason, sizeof(vm->exit_reason), fmt, ap);
+	va_end(ap);
+	atomic_store(&vm->exit_code, code);
+	if (write(vm->stop_fd, &one, sizeof(one)) < 0)
+		return;   /* counter full: the main thread is already awake */
+}
+
+/* Read a whole file (kernel, initrd). Returns 0 or an exit code after logging. */
+static int read_image(const char *what, const char *path, uint8_t **data, size_t *size)
+{
+	struct stat st;
+	size_t done = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		log_error("cannot open %s '%s': %s", what, path, strerror(errno));
+		return EXIT_BAD_IMAGE;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		log_error("%s '%s' is not a regular file", what, path);
+		goto err_fd;
+	}
+	if (st.st_size == 0 || (uint64_t)st.st_size > VM_MAX_IMAGE_BYTES) {
+		log_error("%s '%s' is %s", what, path, st.st_size ? "larger than 1 GiB" : "empty");
+		goto err_fd;
+	}
+	*size = (size_t)st.st_size;
+	*data = malloc(*size);
+	if (!*data) {
+		log_error("out of memory reading %s '%s'", what, path);
+		close(fd);
+		return EXIT_INTERNAL;
+	}
+	while (done < *size) {
+		ssize_t n = read(fd, *data + done, *size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_error("cannot read %s '%s': %s", what, path,
+				  n ? strerror(errno) : "file shrank");
+			free(*data);
+			*data = NULL;
+			goto err_fd;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	return 0;
+
+err_fd:
+	close(fd);
+	return EXIT_BAD_IMAGE;
+}
+
+/* Load kernel, initrd and boot structures into guest RAM. Needs no KVM, so
+ * bad files are reported the same way on any host. */
+static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
+{
+	const struct vm_config *cfg = vm->cfg;
+	const char *cmdline = cfg->cmdline ? cfg->cmdline : CONFIG_DEFAULT_CMDLINE;
+	uint64_t initrd_gpa = 0;
+	size_t size = 0, initrd_size = 0;
+	uint8_t *data = NULL;
+	const char *why = "";
+	int rc;
+
+	rc = read_image("kernel", cfg->kernel_path, &data, &size);
+	if (rc)
+		return rc;
+	rc = boot_load_kernel(&vm->mem, data, size, kernel, &why);
+	free(data);
+	if (rc) {
+		log_error("kernel '%s': %s", cfg->kernel_path, why);
+		return EXIT_BAD_IMAGE;
+	}
+	if (cfg->initrd_path) {
+		rc = read_image("initrd", cfg->initrd_path, &data, &initrd_size);
+		if (rc)
+			return rc;
+		rc = boot_load_initrd(&vm->mem, kernel, data, initrd_size, &initrd_gpa, &why);
+		free(data);
+		if (rc) {
+			log_error("initrd '%s': %s", cfg->initrd_path, why);
+			return EXIT_BAD_IMAGE;
+		}
+	}
+	rc = boot_write_params(&vm->mem, kernel, cmdline, initrd_gpa, initrd_size, &why);
+	if (!rc && regs_write_boot_tables(&vm->mem))
+		rc = -EFAULT, why = "guest RAM too small for the boot page tables";
+	if (!rc && mptable_write(&vm->mem, vm->nr_vcpus))
+		rc = -EFAULT, why = "cannot write the MP table";
+	if (rc) {
+		log_error("boot setup: %s", why);
+		return EXIT_USAGE;
+	}
+	log_debug("kernel loaded: format %d, entry 0x%llx, [0x%llx, 0x%llx)", kernel->format,
+		  (unsigned long long)kernel->entry, (unsigned long long)kernel->load_start,
+		  (unsigned long long)kernel->load_end);
+	return 0;
+}
+
+static void serial_irq(void *opaque, int level)
+{
+	struct vm *vm = opaque;
+
+	kvm_irq_line(&vm->kvm, LAYOUT_COM1_IRQ, level);
+}
+
+static void guest_reset(void *opaque)
+{
+	vm_stop(opaque, EXIT_GUEST_RESET, "guest requested reset through the i8042");
+}
+
+static int vm_add_devices(struct vm *vm)
+{
+	serial_init(&vm->serial, serial_irq, console_notify, vm);
+	i8042_init(&vm->i8042, guest_reset, vm);
+	boot_timer_init(&vm->boot_timer, vm->start_ns);
+
+	if (bus_register(&vm->pio, LAYOUT_COM1_PORT, 8, serial_io, &vm->serial, "com1") ||
+	    bus_register(&vm->pio, LAYOUT_I8042_PORT, 1, i8042_data_io, &vm->i8042, "i8042") ||
+	    bus_register(&vm->pio, LAYOUT_I8042_CMD_PORT, 1, i8042_cmd_io, &vm->i8042, "i8042") ||
+	    bus_register(&vm->mmio, LAYOUT_BOOT_TIMER, LAYOUT_BOOT_TIMER_SIZE, boot_timer_io,
+			 &vm->boot_timer, "boot-timer")) {
+		log_error("cannot register the legacy devices on the bus");
+		return EXIT_INTERNAL;
+	}
+	return 0;
+}
+
+static int vm_open_kvm(struct vm *vm)
+{
+	const char *why = "";
+	int rc = kvm_open(&vm->kvm, vm->cfg->kvm_device, &why);
+
+	if (rc == -ENOTSUP) {
+		log_error("%s: unsupported KVM: %s", vm->cfg->kvm_device, why);
+		return EXIT_KVM_UNSUPPORTED;
+	}
+	if (rc) {
+		log_error("%s: %s (%s)", vm->cfg->kvm_device, why, strerror(-rc));
+		return EXIT_NO_KVM;
+	}
+	if (vm->nr_vcpus > (unsigned)vm->kvm.max_vcpus) {
+		log_error("--cpus %u is more than this host's KVM allows (%d)", vm->nr_vcpus,
+			  vm->kvm.max_vcpus);
+		return EXIT_USAGE;
+	}
+	rc = kvm_create_vm(&vm->kvm, &vm->mem, &why);
+	if (rc) {
+		log_error("cannot create the VM: %s failed: %s", why, strerror(-rc));
+		return EXIT_INTERNAL;
+	}
+	return 0;
+}
+
+static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
+{
+	struct kvm_cpuid2 *cpuid = NULL;
+	int rc = cpuid_get_supported(vm->kvm.sys_fd, &cpuid);
+
+	if (rc) {
+		log_error("KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-rc));
+		return EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		rc = vcpu_init(vm, &vm->vcpus[i], i, cpuid, kernel->format, kernel->entry);
+		if (rc) {
+			log_error("cannot set up vcpu%u: %s", i, strerror(-rc));
+			break;
+		}
+	}
+	free(cpuid);
+	return rc ? EXIT_INTERNAL : 0;
+}
+
+int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
+{
+	struct kernel_image kernel;
+	int rc;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->cfg = cfg;
+	vm->start_ns = start_ns;
+	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
+	vm->stop_fd = vm->console.wake_fd = -1;
+	atomic_store(&vm->exit_code, -1);
+	bus_init(&vm->pio, "pio");
+	bus_init(&vm->mmio, "mmio");
+	vm->nr_vcpus = cfg->cpus;
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	vm->console.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!vm->vcpus || vm->stop_fd < 0 || vm->console.wake_fd < 0) {
+		log_error("out of memory or file descriptors");
+		return EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vm->vcpus[i].fd = -1;
+
+	rc = mem_init(&vm->mem, cfg->mem_mib << 20);
+	if (rc) {
+		log_error("cannot map %llu MiB of guest RAM: %s",
+			  (unsigned long long)cfg->mem_mib, strerror(-rc));
+		return EXIT_INTERNAL;
+	}
+	rc = vm_load_guest(vm, &kernel);
+	if (!rc)
+		rc = vm_open_kvm(vm);
+	if (!rc)
+		rc = vm_add_devices(vm);
+	if (!rc)
+		rc = vm_create_vcpus(vm, &kernel);
+	if (!rc)
+		log_info("vm built: %u vcpu(s), %llu MiB, setup took %llu us", vm->nr_vcpus,
+			 (unsigned long long)cfg->mem_mib,
+			 (unsigned long long)(clock_now_ns() - start_ns) / 1000);
+	return rc;
+}
+
+/* The main thread takes SIGINT/SIGTERM/SIGHUP through a signalfd, so no
+ * thread is ever interrupted in the middle of device emulation. */
+static int vm_block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	if (pthread_sigmask(SIG_BLOCK, set, NULL))
+		return -1;
+	return signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+int vm_run(struct vm *vm)
+{
+	sigset_t set;
+	int sig_fd = vm_block_signals(&set);
+	int code;
+
+	if (sig_fd < 0 || vcpu_init_signals()) {
+		log_error("cannot set up signal handling: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	if (console_start(vm)) {
+		log_error("cannot start the console thread");
+		close(sig_fd);
+		return EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		if (vcpu_start(&vm->vcpus[i])) {
+			vm_stop(vm, EXIT_INTERNAL, "cannot start vcpu%u thread", i);
+			break;
+		}
+	}
+	while (atomic_load(&vm->exit_code) < 0) {
+		struct pollfd fds[2] = { { .fd = vm->stop_fd, .events = POLLIN },
+					 { .fd = sig_fd, .events = POLLIN } };
+		struct signalfd_siginfo si;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if ((fds[1].revents & POLLIN) && read(sig_fd, &si, sizeof(si)) == sizeof(si))
+			vm_stop(vm, 128 + (int)si.ssi_signo, "stopped by signal %s",
+				strsignal((int)si.ssi_signo));
+	}
+	/* Wait for vm_stop to finish writing the reason (code goes -2 -> final). */
+	while ((code = atomic_load(&vm->exit_code)) < 0)
+		sched_yield();
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vcpu_join(&vm->vcpus[i]);
+	console_stop(vm);
+	close(sig_fd);
+	if (code == EXIT_GUEST_RESET)
+		log_info("vm stopped: %s", vm->exit_reason);
+	else
+		log_error("vm stopped: %s (exit %d)", vm->exit_reason, code);
+	return code;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	if (vm->vcpus) {
+		for (unsigned i = 0; i < vm->nr_vcpus; i++)
+			vcpu_destroy(&vm->vcpus[i]);
+		free(vm->vcpus);
+		vm->vcpus = NULL;
+	}
+	if (vm->serial.set_irq)
+		serial_destroy(&vm->serial);
+	kvm_close(&vm->kvm);
+	mem_free(&vm->mem);
+	bus_destroy(&vm->pio);
+	bus_destroy(&vm->mmio);
+	if (vm->stop_fd >= 0)
+		close(vm->stop_fd);
+	if (vm->console.wake_fd >= 0)
+		close(vm->console.wake_fd);
+	vm->stop_fd = vm->console.wake_fd = -1;
+}

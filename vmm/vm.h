@@ -1,0 +1,98 @@
+/* vm.h - one microVM: its KVM handles, memory, buses, devices and vCPUs, and how it ends. */
+#ifndef MAYFLY_VM_H
+#define MAYFLY_VM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <linux/kvm.h>
+#include <termios.h>
+
+#include "bus.h"
+#include "config.h"
+#include "kvm.h"
+#include "mem.h"
+#include "devices/boot_timer.h"
+#include "devices/i8042.h"
+#include "devices/serial.h"
+
+struct vm;
+
+struct vcpu {
+	struct vm *vm;
+	unsigned index;          /* also its APIC id */
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+};
+
+/* The console thread moves serial bytes between the guest and stdio. */
+struct console {
+	pthread_t thread;
+	bool started;
+	int wake_fd;             /* eventfd: output pending, input room, or stop */
+	_Atomic bool stopping;
+	bool interactive;
+	bool raw_tty;            /* stdin was switched to raw mode */
+	int in_fd, out_fd;
+	struct termios saved_tty;
+};
+
+struct vm {
+	const struct vm_config *cfg;
+	uint64_t start_ns;               /* CLOCK_MONOTONIC at process start */
+	struct kvm kvm;
+	struct guest_mem mem;
+	struct bus pio, mmio;
+	struct serial serial;
+	struct i8042 i8042;
+	struct boot_timer boot_timer;
+	struct console console;
+	struct vcpu *vcpus;
+	unsigned nr_vcpus;
+
+	/* The first component to end the VM records why; the rest see it set. */
+	_Atomic int exit_code;           /* -1 while running */
+	char exit_reason[160];
+	int stop_fd;                     /* eventfd the main thread waits on */
+};
+
+/* Build the VM from cfg in one linear recipe: memory, kernel and initrd,
+ * KVM, devices, boot structures, vCPUs. Returns 0, or an exit code from
+ * exitcode.h after logging one clear error line. */
+int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns);
+
+/* Start the vCPU and console threads, wait until the VM ends (guest reset,
+ * fatal exit, or SIGINT/SIGTERM), stop everything. Returns the exit code. */
+int vm_run(struct vm *vm);
+
+/* Release everything vm_build acquired. Safe after a partial build. */
+void vm_destroy(struct vm *vm);
+
+/* End the VM with `code` and a reason for the log (first caller wins);
+ * callable from any thread, never blocks. */
+void vm_stop(struct vm *vm, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* vcpu.c: create vCPU `index` with CPUID, MSRs, LAPIC and, for the boot
+ * CPU, entry registers. */
+int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
+	      int format, uint64_t entry) __attribute__((warn_unused_result));
+int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));
+/* Make a running vCPU leave KVM_RUN promptly. */
+void vcpu_kick(struct vcpu *vcpu);
+void vcpu_join(struct vcpu *vcpu);
+void vcpu_destroy(struct vcpu *vcpu);
+/* Installs the (empty) signal handler used by vcpu_kick. Once per process. */
+int vcpu_init_signals(void);
+
+/* console.c */
+/* Serial notify hook (opaque = struct vm): wakes the console thread. Runs
+ * on a vCPU thread and never blocks. */
+void console_notify(void *opaque);
+int console_start(struct vm *vm) __attribute__((warn_unused_result));
+/* Flush remaining output (bounded wait) and restore the terminal. */
+void console_stop(struct vm *vm);
+
+#endif

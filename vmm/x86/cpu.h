@@ -1,0 +1,57 @@
+/* cpu.h - x86 vCPU state for boot: CPUID, MSRs, segment/control registers, page tables, MP table. */
+#ifndef MAYFLY_X86_CPU_H
+#define MAYFLY_X86_CPU_H
+
+#include <linux/kvm.h>
+#include <stdint.h>
+
+#include "../mem.h"
+#include "boot.h"
+
+/* --- cpuid.c --- */
+
+/* Fetch KVM_GET_SUPPORTED_CPUID into a heap table the caller frees. 0 or -errno. */
+int cpuid_get_supported(int kvm_sys_fd, struct kvm_cpuid2 **out)
+	__attribute__((warn_unused_result));
+
+/* Make `cpuid` describe vCPU `cpu_index` of `nr_cpus`: APIC id, logical
+ * count and HTT, the hypervisor bit (so the guest finds KVM's leaves at
+ * 0x40000000 and uses kvm-clock), a coherent topology (leaves 4, 0xB, 0x1F,
+ * 0x80000008), and no PMU (leaf 0xA zero). Pure: touches only the table. */
+void cpuid_patch(struct kvm_cpuid2 *cpuid, unsigned cpu_index, unsigned nr_cpus);
+
+/* Entry for (function, index) or NULL. */
+struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *cpuid, uint32_t function, uint32_t index);
+
+/* --- regs.c --- */
+
+/* Write the boot GDT, an empty IDT and identity page tables for the first
+ * 4 GiB at layout.h's addresses. 0 or -EFAULT when RAM is too small. */
+int regs_write_boot_tables(const struct guest_mem *mem) __attribute__((warn_unused_result));
+
+/* The 64-bit GDT descriptor for (flags, base, limit) as the CPU reads it. */
+uint64_t regs_gdt_entry(uint16_t flags, uint32_t base, uint32_t limit);
+
+/* Registers for the boot vCPU: 64-bit long mode at `entry` with RSI = zero
+ * page for KERNEL_ELF64/BZIMAGE; 32-bit protected mode, paging off, EBX =
+ * start info for KERNEL_PVH. Plus FPU state. 0 or -errno. */
+int regs_setup_boot_cpu(int vcpu_fd, enum kernel_format format, uint64_t entry)
+	__attribute__((warn_unused_result));
+
+/* MSRs every vCPU starts with (SYSENTER/SYSCALL zeroed, fast strings on,
+ * MTRRs enabled write-back). 0 or -errno. */
+int regs_setup_msrs(int vcpu_fd) __attribute__((warn_unused_result));
+
+/* LAPIC LINT0 as ExtINT and LINT1 as NMI, as a PC's BIOS leaves them. */
+int regs_setup_lapic(int vcpu_fd) __attribute__((warn_unused_result));
+
+/* --- mptable.c --- */
+
+/* Write an Intel MP table at LAYOUT_MPTABLE announcing nr_cpus processors
+ * (APIC ids 0..n-1, 0 is the BSP), the ISA bus, the IOAPIC and its 24
+ * interrupt pins, so a Linux guest brings every CPU online without ACPI.
+ * Returns 0, -E2BIG when it would not fit, -EFAULT outside RAM. */
+int mptable_write(const struct guest_mem *mem, unsigned nr_cpus)
+	__attribute__((warn_unused_result));
+
+#endif
