@@ -7,16 +7,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
+_Static_assert(CONFIG_CMDLINE_MAX == LAYOUT_CMDLINE_MAX, "one command-line limit");
+
 const char config_usage[] =
-	"usage: mayfly boot --kernel FILE [options]\n"
+	"usage: mayfly boot [--kernel FILE] [options]\n"
 	"\n"
 	"Boot a microVM and stream its serial console to stdout.\n"
 	"\n"
 	"  --kernel FILE      vmlinux (ELF), bzImage, or PVH ELF kernel\n"
-	"  --initrd FILE      initial ramdisk\n"
+	"                     (default: the guest kernel tools/build-guest built)\n"
+	"  --initrd FILE      initial ramdisk (default with the default kernel: its initramfs)\n"
 	"  --cmdline STR      kernel command line (default: \"" CONFIG_DEFAULT_CMDLINE "\")\n"
+	"  --cmdline-append STR  add to the kernel command line\n"
+	"  --init-cmd CMD     shell command for the guest's init to run (mayfly.cmd=)\n"
 	"  --mem MIB          guest RAM in MiB (default 256)\n"
 	"  --cpus N           vCPUs (default 1, at most 254)\n"
 	"  --console          interactive: stdin goes to the guest console (Ctrl-A x quits)\n"
@@ -35,6 +42,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "kernel", 0, OPT_STRING },   { "initrd", 0, OPT_STRING },
+	{ "cmdline-append", 0, OPT_STRING }, { "init-cmd", 0, OPT_STRING },
 	{ "cmdline", 0, OPT_STRING },  { "mem", 0, OPT_U64 },
 	{ "cpus", 0, OPT_U64 },        { "console", 0, OPT_FLAG },
 	{ "id", 0, OPT_STRING },       { "kvm-device", 0, OPT_STRING },
@@ -102,13 +110,10 @@ static bool id_valid(const char *id)
 static void default_id(struct vm_config *cfg)
 {
 	unsigned v = (unsigned)getpid() * 2654435761u;
-	FILE *f = fopen("/dev/urandom", "rb");
 
-	if (f) {
-		if (fread(&v, sizeof(v), 1, f) != 1)
-			v ^= 0x9e3779b9u;
-		fclose(f);
-	}
+	/* Non-blocking: an id needs no entropy guarantee. */
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v ^= (unsigned)time(NULL);
 	snprintf(cfg->id, sizeof(cfg->id), "%08x", v);
 }
 
@@ -124,17 +129,70 @@ static enum config_result fail(char *err, size_t errlen, const char *fmt, ...)
 	return CONFIG_ERROR;
 }
 
+/* Append src to dst[*len], failing rather than truncating. */
+static int append(char *dst, size_t *len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= CONFIG_CMDLINE_MAX - *len)
+		return -E2BIG;
+	memcpy(dst + *len, src, n + 1);
+	*len += n;
+	return 0;
+}
+
+/* Base64 keeps any shell command a single kernel parameter: no spaces or
+ * quotes for the kernel's parser to split on. */
+static int append_base64(char *dst, size_t *len, const char *src)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(src);
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)(uint8_t)src[i] << 16;
+		char quad[5];
+
+		if (i + 1 < n)
+			v |= (uint32_t)(uint8_t)src[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (uint8_t)src[i + 2];
+		quad[0] = alphabet[(v >> 18) & 63];
+		quad[1] = alphabet[(v >> 12) & 63];
+		quad[2] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
+		quad[3] = i + 2 < n ? alphabet[v & 63] : '=';
+		quad[4] = '\0';
+		if (append(dst, len, quad))
+			return -E2BIG;
+	}
+	return 0;
+}
+
+static int compose_cmdline(struct vm_config *cfg)
+{
+	size_t len = 0;
+
+	cfg->full_cmdline[0] = '\0';
+	if (append(cfg->full_cmdline, &len, cfg->cmdline ? cfg->cmdline : CONFIG_DEFAULT_CMDLINE))
+		return -E2BIG;
+	if (cfg->cmdline_append && (append(cfg->full_cmdline, &len, " ") ||
+				    append(cfg->full_cmdline, &len, cfg->cmdline_append)))
+		return -E2BIG;
+	if (cfg->init_cmd && (append(cfg->full_cmdline, &len, " mayfly.cmd=") ||
+			      append_base64(cfg->full_cmdline, &len, cfg->init_cmd)))
+		return -E2BIG;
+	return 0;
+}
+
 static enum config_result check(struct vm_config *cfg, char *err, size_t errlen)
 {
-	if (!cfg->kernel_path)
-		return fail(err, errlen, "missing --kernel FILE");
 	if (cfg->mem_mib == 0 || cfg->mem_mib > LAYOUT_MEM_MAX_MIB)
 		return fail(err, errlen, "--mem must be between 1 and %llu MiB",
 			    (unsigned long long)LAYOUT_MEM_MAX_MIB);
 	if (cfg->cpus == 0 || cfg->cpus > CONFIG_MAX_CPUS)
 		return fail(err, errlen, "--cpus must be between 1 and %d", CONFIG_MAX_CPUS);
-	if (cfg->cmdline && strlen(cfg->cmdline) >= LAYOUT_CMDLINE_MAX)
-		return fail(err, errlen, "--cmdline is longer than %llu bytes",
+	if (compose_cmdline(cfg))
+		return fail(err, errlen, "kernel command line is longer than %llu bytes",
 			    (unsigned long long)LAYOUT_CMDLINE_MAX - 1);
 	return CONFIG_OK;
 }
@@ -155,6 +213,13 @@ enum config_result config_parse(struct vm_config *cfg, int argc, char *const arg
 		uint64_t num;
 		int rc;
 
+		/* -vv, -vvv: several verbosity steps at once. */
+		if (!o && argv[i][0] == '-' && strspn(argv[i] + 1, "v") == strlen(argv[i] + 1) &&
+		    argv[i][1]) {
+			for (size_t k = 1; argv[i][k] && cfg->log_level < LOG_DEBUG; k++)
+				cfg->log_level++;
+			continue;
+		}
 		if (!o)
 			return fail(err, errlen, "unknown option '%s' (see mayfly boot --help)", argv[i]);
 		if (o->kind == OPT_HELP)
@@ -189,6 +254,10 @@ enum config_result config_parse(struct vm_config *cfg, int argc, char *const arg
 			cfg->initrd_path = val;
 		else if (!strcmp(o->name, "cmdline"))
 			cfg->cmdline = val;
+		else if (!strcmp(o->name, "cmdline-append"))
+			cfg->cmdline_append = val;
+		else if (!strcmp(o->name, "init-cmd"))
+			cfg->init_cmd = val;
 		else if (!strcmp(o->name, "kvm-device"))
 			cfg->kvm_device = val;
 		else if (!strcmp(o->name, "id")) {
@@ -198,4 +267,44 @@ enum config_result config_parse(struct vm_config *cfg, int argc, char *const arg
 		}
 	}
 	return check(cfg, err, errlen);
+}
+
+/* Where tools/build-guest leaves the default guest, in search order. */
+static const char *guest_dir_candidates(int i)
+{
+	switch (i) {
+	case 0: return getenv("MAYFLY_GUEST_DIR");
+#ifdef MAYFLY_DEV_GUEST_DIR
+	case 1: return MAYFLY_DEV_GUEST_DIR;
+#endif
+#ifdef MAYFLY_INSTALLED_GUEST_DIR
+	case 2: return MAYFLY_INSTALLED_GUEST_DIR;
+#endif
+	default: return NULL;
+	}
+}
+
+enum config_result config_resolve_defaults(struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->kernel_path)
+		return CONFIG_OK;
+	for (int i = 0; i < 3; i++) {
+		const char *dir = guest_dir_candidates(i);
+
+		/* An explicit MAYFLY_GUEST_DIR is the only place looked at. */
+		if (i > 0 && getenv("MAYFLY_GUEST_DIR") && *getenv("MAYFLY_GUEST_DIR"))
+			break;
+		if (!dir || !*dir)
+			continue;
+		snprintf(cfg->default_kernel, sizeof(cfg->default_kernel), "%s/vmlinux", dir);
+		snprintf(cfg->default_initrd, sizeof(cfg->default_initrd), "%s/initramfs.cpio.gz", dir);
+		if (access(cfg->default_kernel, R_OK) == 0) {
+			cfg->kernel_path = cfg->default_kernel;
+			if (!cfg->initrd_path && access(cfg->default_initrd, R_OK) == 0)
+				cfg->initrd_path = cfg->default_initrd;
+			return CONFIG_OK;
+		}
+	}
+	return fail(err, errlen, "no --kernel given and no default guest kernel found "
+		    "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
 }

@@ -12,11 +12,17 @@
 #define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
 #define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=1"
 #define CONFIG_ID_MAX           32
+#define CONFIG_CMDLINE_MAX      4096  /* = LAYOUT_CMDLINE_MAX, with the NUL */
 
 struct vm_config {
 	const char *kernel_path;
 	const char *initrd_path;
-	const char *cmdline;          /* NULL: CONFIG_DEFAULT_CMDLINE */
+	const char *cmdline;          /* --cmdline, NULL: CONFIG_DEFAULT_CMDLINE */
+	const char *cmdline_append;   /* --cmdline-append */
+	const char *init_cmd;         /* --init-cmd: passed base64 as mayfly.cmd= */
+	char full_cmdline[CONFIG_CMDLINE_MAX];      /* what the guest gets: all three joined */
+	char default_kernel[4096];    /* storage for the resolved default paths */
+	char default_initrd[4096];
 	uint64_t mem_mib;
 	unsigned cpus;
 	bool console;                 /* interactive: stdin goes to the guest's serial port */
@@ -36,6 +42,12 @@ enum config_result {
  * trailing newline. Accepts both "--flag value" and "--flag=value". */
 enum config_result config_parse(struct vm_config *cfg, int argc, char *const argv[],
 				char *err, size_t errlen);
+
+/* Fill in the default guest kernel and initrd when --kernel is not given:
+ * $MAYFLY_GUEST_DIR when set (and then nothing else), else the source
+ * tree's .cache/guest (a development build), then the installed data dir; each holds vmlinux and
+ * initramfs.cpio.gz. The only function here that touches the file system. */
+enum config_result config_resolve_defaults(struct vm_config *cfg, char *err, size_t errlen);
 
 /* The usage text for `mayfly boot`. */
 extern const char config_usage[];

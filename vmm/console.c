@@ -39,6 +39,7 @@ static void console_drain_output(struct vm *vm)
 	while ((n = serial_take_output(&vm->serial, buf, sizeof(buf))) > 0) {
 		size_t done = 0;
 
+		panic_watch_feed(&con->panic, buf, n);
 		while (done < n && con->out_fd >= 0) {
 			ssize_t w = write(con->out_fd, buf + done, n - done);
 

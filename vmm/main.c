@@ -35,6 +35,10 @@ static int cmd_boot(int argc, char **argv, uint64_t start_ns)
 	case CONFIG_OK:
 		break;
 	}
+	if (config_resolve_defaults(&cfg, err, sizeof(err)) != CONFIG_OK) {
+		fprintf(stderr, "mayfly: %s\n", err);
+		return EXIT_BAD_IMAGE;
+	}
 	log_init(cfg.id, cfg.log_level);
 	code = vm_build(&vm, &cfg, start_ns);
 	if (code == 0)

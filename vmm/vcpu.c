@@ -169,6 +169,7 @@ static void *vcpu_thread(void *arg)
 	sigemptyset(&kick);
 	sigaddset(&kick, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
+	log_debug("vcpu%u: first KVM_RUN", vcpu->index);
 
 	while (atomic_load(&vcpu->vm->exit_code) < 0) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {

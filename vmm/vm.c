@@ -91,7 +91,6 @@ err_fd:
 static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 {
 	const struct vm_config *cfg = vm->cfg;
-	const char *cmdline = cfg->cmdline ? cfg->cmdline : CONFIG_DEFAULT_CMDLINE;
 	uint64_t initrd_gpa = 0;
 	size_t size = 0, initrd_size = 0;
 	uint8_t *data = NULL;
@@ -118,8 +117,9 @@ static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 			return EXIT_BAD_IMAGE;
 		}
 	}
-	rc = boot_write_params(&vm->mem, kernel, cmdline, initrd_gpa, initrd_size, &why);
-	if (!rc && regs_write_boot_tables(&vm->mem))
+	rc = boot_write_params(&vm->mem, kernel, cfg->full_cmdline, initrd_gpa, initrd_size, &why);
+	/* PVH enters with paging off: it needs the GDT but no page tables. */
+	if (!rc && regs_write_boot_tables(&vm->mem, kernel->format != KERNEL_PVH))
 		rc = -EFAULT, why = "guest RAM too small for the boot page tables";
 	if (!rc && mptable_write(&vm->mem, vm->nr_vcpus))
 		rc = -EFAULT, why = "cannot write the MP table";
@@ -208,6 +208,12 @@ static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 	return rc ? EXIT_INTERNAL : 0;
 }
 
+static void vm_log_phase(const struct vm *vm, const char *phase)
+{
+	log_debug("%s at %llu us", phase,
+		  (unsigned long long)(clock_now_ns() - vm->start_ns) / 1000);
+}
+
 int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 {
 	struct kernel_image kernel;
@@ -239,12 +245,15 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 		return EXIT_INTERNAL;
 	}
 	rc = vm_load_guest(vm, &kernel);
+	vm_log_phase(vm, "guest loaded");
 	if (!rc)
 		rc = vm_open_kvm(vm);
+	vm_log_phase(vm, "kvm vm created");
 	if (!rc)
 		rc = vm_add_devices(vm);
 	if (!rc)
 		rc = vm_create_vcpus(vm, &kernel);
+	vm_log_phase(vm, "vcpus created");
 	if (!rc)
 		log_info("vm built: %u vcpu(s), %llu MiB, setup took %llu us", vm->nr_vcpus,
 			 (unsigned long long)cfg->mem_mib,
@@ -307,6 +316,13 @@ int vm_run(struct vm *vm)
 		vcpu_join(&vm->vcpus[i]);
 	console_stop(vm);
 	close(sig_fd);
+	/* All output has passed the panic watch now: a reset that followed the
+	 * guest's panic banner is a panic, not a clean reboot. */
+	if (code == EXIT_GUEST_RESET && vm->console.panic.seen) {
+		code = EXIT_GUEST_PANIC;
+		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
+			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
+	}
 	if (code == EXIT_GUEST_RESET)
 		log_info("vm stopped: %s", vm->exit_reason);
 	else

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "kvm.h"
 #include "mem.h"
+#include "panic_watch.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
@@ -37,6 +38,7 @@ struct console {
 	bool raw_tty;            /* stdin was switched to raw mode */
 	int in_fd, out_fd;
 	struct termios saved_tty;
+	struct panic_watch panic;    /* console thread only, read after join */
 };
 
 struct vm {

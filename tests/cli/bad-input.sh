@@ -41,7 +41,7 @@ expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
 expect "flag without value" 2 "needs a value" -- "$mayfly" boot --kernel
-expect "no kernel" 2 "missing --kernel" -- "$mayfly" boot
+expect "no kernel and no default guest" 3 "no default guest kernel" -- env MAYFLY_GUEST_DIR=/nonexistent "$mayfly" boot
 expect "--mem 0" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 0
 expect "absurd --mem" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 99999999999
 expect "overflowing --mem" 2 "bad number" -- "$mayfly" boot --kernel "$good_kernel" --mem 123456789012345678901234567890

@@ -1,6 +1,9 @@
 /* test_config.c - `mayfly boot` flags: defaults, both value forms, and every kind of bad input. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -75,7 +78,6 @@ static void expect_error(const char *needle, int argc, char **argv)
 
 Test(config, bad_input_is_one_clear_line)
 {
-	EXPECT_ERROR("missing --kernel", "--mem", "64");
 	EXPECT_ERROR("unknown option '--bogus'", "--kernel", "k", "--bogus");
 	EXPECT_ERROR("unknown option 'stray'", "--kernel", "k", "stray");
 	EXPECT_ERROR("--mem must be between", "--kernel", "k", "--mem", "0");
@@ -98,5 +100,87 @@ Test(config, cmdline_length_is_bounded)
 	static char longline[5000];
 
 	memset(longline, 'a', sizeof(longline) - 1);
-	EXPECT_ERROR("--cmdline is longer", "--kernel", "k", "--cmdline", longline);
+	EXPECT_ERROR("command line is longer", "--kernel", "k", "--cmdline", longline);
+	longline[3100] = '\0';
+	EXPECT_ERROR("command line is longer", "--kernel", "k", "--cmdline", longline,
+		     "--cmdline-append", longline);
+	/* base64 grows the command by 4/3: 3100 bytes no longer fit. */
+	EXPECT_ERROR("command line is longer", "--kernel", "k", "--init-cmd", longline);
 }
+
+Test(config, command_line_composition)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k"), CONFIG_OK);
+	cr_assert_str_eq(cfg.full_cmdline, CONFIG_DEFAULT_CMDLINE);
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--cmdline", "a=1", "--cmdline-append",
+			   "b=2"), CONFIG_OK);
+	cr_assert_str_eq(cfg.full_cmdline, "a=1 b=2");
+	/* Spaces, quotes and '=' survive as one parameter; padding both ways. */
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--cmdline", "x", "--init-cmd",
+			   "echo \"hi\"; exit 3"), CONFIG_OK);
+	cr_assert_str_eq(cfg.full_cmdline, "x mayfly.cmd=ZWNobyAiaGkiOyBleGl0IDM=");
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--cmdline", "x", "--init-cmd", "ab"),
+		     CONFIG_OK);
+	cr_assert_str_eq(cfg.full_cmdline, "x mayfly.cmd=YWI=");
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--cmdline", "x", "--init-cmd", "a"),
+		     CONFIG_OK);
+	cr_assert_str_eq(cfg.full_cmdline, "x mayfly.cmd=YQ==");
+}
+
+Test(config, default_guest_from_env)
+{
+	struct vm_config cfg;
+	char err[256];
+	char dir[] = "/tmp/mayfly-guest-XXXXXX";
+	char path[300];
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("MAYFLY_GUEST_DIR", dir, 1);
+	cr_assert_eq(PARSE(&cfg, err, "--mem", "64"), CONFIG_OK);
+	cr_assert_null(cfg.kernel_path);
+	/* An empty guest dir is not silently accepted... */
+	unsetenv("MAYFLY_GUEST_DIR");
+	setenv("MAYFLY_GUEST_DIR", "/nonexistent-mayfly", 1);
+	cr_assert_eq(config_resolve_defaults(&cfg, err, sizeof(err)), CONFIG_ERROR);
+	cr_assert_not_null(strstr(err, "tools/build-guest"));
+	/* ...and a dir with both files provides both defaults. */
+	setenv("MAYFLY_GUEST_DIR", dir, 1);
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
+	f = fopen(path, "w");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/initramfs.cpio.gz", dir);
+	f = fopen(path, "w");
+	fclose(f);
+	cr_assert_eq(config_resolve_defaults(&cfg, err, sizeof(err)), CONFIG_OK);
+	cr_assert_eq(strncmp(cfg.kernel_path, dir, strlen(dir)), 0);
+	cr_assert_str_eq(cfg.initrd_path, path);
+	/* An explicit --kernel wins and gets no default initrd. */
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k"), CONFIG_OK);
+	cr_assert_eq(config_resolve_defaults(&cfg, err, sizeof(err)), CONFIG_OK);
+	cr_assert_str_eq(cfg.kernel_path, "k");
+	cr_assert_null(cfg.initrd_path);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
+	unlink(path);
+	rmdir(dir);
+	unsetenv("MAYFLY_GUEST_DIR");
+}
+
+Test(config, verbosity_steps)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "-v"), CONFIG_OK);
+	cr_assert_eq(cfg.log_level, LOG_INFO);
+	cr_assert_eq(PARSE(&cfg, err, "-vv"), CONFIG_OK);
+	cr_assert_eq(cfg.log_level, LOG_DEBUG);
+	cr_assert_eq(PARSE(&cfg, err, "-vvvv"), CONFIG_OK);
+	cr_assert_eq(cfg.log_level, LOG_DEBUG);
+	EXPECT_ERROR("unknown option '-vx'", "-vx");
+}
+

@@ -1,8 +1,11 @@
 /* test_cpuid.c - CPUID patching: APIC id, hypervisor bit, topology, no PMU. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "x86/cpu.h"
+#include "x86/layout.h"
 
 static struct kvm_cpuid2 *fake_table(void)
 {
@@ -106,4 +109,33 @@ Test(cpuid, gdt_entry_encoding)
 	cr_assert_eq(regs_gdt_entry(0xa09b, 0, 0xfffff), 0x00af9b000000ffffULL);
 	cr_assert_eq(regs_gdt_entry(0xc093, 0, 0xfffff), 0x00cf93000000ffffULL);
 	cr_assert_eq(regs_gdt_entry(0x008b, 0x12345678, 0x67), 0x12008b3456780067ULL);
+}
+
+Test(cpuid, boot_tables_identity_map_and_gdt)
+{
+	static uint8_t ram[1 << 20];
+	struct guest_mem mem;
+	uint64_t e;
+
+	mem_init_fake(&mem, ram, sizeof(ram));
+	cr_assert_eq(regs_write_boot_tables(&mem, false), 0);
+	memcpy(&e, ram + LAYOUT_PML4, 8);
+	cr_assert_eq(e, 0, "no page tables for a PVH entry");
+	memcpy(&e, ram + LAYOUT_GDT + LAYOUT_GDT_CODE64, 8);
+	cr_assert_eq(e, 0x00af9b000000ffffULL);
+
+	cr_assert_eq(regs_write_boot_tables(&mem, true), 0);
+	memcpy(&e, ram + LAYOUT_PML4, 8);
+	cr_assert_eq(e, LAYOUT_PDPT | 3);
+	for (int i = 0; i < LAYOUT_PD_COUNT; i++) {
+		memcpy(&e, ram + LAYOUT_PDPT + i * 8, 8);
+		cr_assert_eq(e, (LAYOUT_PD + i * LAYOUT_PAGE_SIZE) | 3);
+	}
+	/* The last 2 MiB page of the last PD maps 4 GiB - 2 MiB. */
+	memcpy(&e, ram + LAYOUT_PD + 3 * LAYOUT_PAGE_SIZE + 511 * 8, 8);
+	cr_assert_eq(e, (0xffe00000ULL) | 0x83);
+
+	/* RAM too small for the tables: an error, nothing written past it. */
+	mem_init_fake(&mem, ram, LAYOUT_PD + 0x800);
+	cr_assert_eq(regs_write_boot_tables(&mem, true), -EFAULT);
 }

@@ -7,6 +7,8 @@
  * Build: gcc -O2 -Wall -o kvm-probe tools/harness/kvm-probe.c
  */
 
+#define _GNU_SOURCE /* O_CLOEXEC and MAP_ANONYMOUS also under -std=c11 */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>

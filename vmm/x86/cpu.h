@@ -25,9 +25,11 @@ struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *cpuid, uint32_t function,
 
 /* --- regs.c --- */
 
-/* Write the boot GDT, an empty IDT and identity page tables for the first
- * 4 GiB at layout.h's addresses. 0 or -EFAULT when RAM is too small. */
-int regs_write_boot_tables(const struct guest_mem *mem) __attribute__((warn_unused_result));
+/* Write the boot GDT, an empty IDT and, with page_tables, identity page
+ * tables for the first 4 GiB at layout.h's addresses. 0 or -EFAULT when RAM
+ * is too small. */
+int regs_write_boot_tables(const struct guest_mem *mem, bool page_tables)
+	__attribute__((warn_unused_result));
 
 /* The 64-bit GDT descriptor for (flags, base, limit) as the CPU reads it. */
 uint64_t regs_gdt_entry(uint16_t flags, uint32_t base, uint32_t limit);

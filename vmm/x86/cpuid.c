@@ -9,8 +9,9 @@
 
 int cpuid_get_supported(int kvm_sys_fd, struct kvm_cpuid2 **out)
 {
-	/* KVM answers E2BIG until the table is large enough. */
-	for (uint32_t n = 64; n <= CPUID_MAX_ENTRIES; n *= 2) {
+	/* KVM answers E2BIG until the table is large enough; 256 entries
+	 * cover today's CPUs in one call. */
+	for (uint32_t n = 256; n <= CPUID_MAX_ENTRIES; n *= 2) {
 		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
 
 		if (!c)

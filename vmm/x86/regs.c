@@ -61,14 +61,17 @@ uint64_t regs_gdt_entry(uint16_t flags, uint32_t base, uint32_t limit)
 	return GDT_ENTRY(flags, base, limit);
 }
 
-int regs_write_boot_tables(const struct guest_mem *mem)
+int regs_write_boot_tables(const struct guest_mem *mem, bool page_tables)
 {
 	uint64_t pml4 = LAYOUT_PDPT | PTE_PRESENT | PTE_RW;
 	uint64_t zero_idt = 0;
 
 	if (mem_write(mem, LAYOUT_GDT, boot_gdt, LAYOUT_GDT_ENTRIES * 8) ||
-	    mem_write(mem, LAYOUT_IDT, &zero_idt, sizeof(zero_idt)) ||
-	    mem_write(mem, LAYOUT_PML4, &pml4, sizeof(pml4)))
+	    mem_write(mem, LAYOUT_IDT, &zero_idt, sizeof(zero_idt)))
+		return -EFAULT;
+	if (!page_tables)
+		return 0;
+	if (mem_write(mem, LAYOUT_PML4, &pml4, sizeof(pml4)))
 		return -EFAULT;
 	for (uint64_t i = 0; i < LAYOUT_PD_COUNT; i++) {
 		uint64_t pdpte = (LAYOUT_PD + i * LAYOUT_PAGE_SIZE) | PTE_PRESENT | PTE_RW;

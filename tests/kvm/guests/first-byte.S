@@ -15,6 +15,6 @@ _start:
 	call serial_putc
 	mov $'\n', %bl
 	call serial_putc
-	jmp guest_reset
+	jmp guest_reset_nowait
 
 	.section .note.GNU-stack, "", @progbits

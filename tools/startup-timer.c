@@ -1,0 +1,138 @@
+/* startup-timer.c - time commands from exec to their first stdout byte and to their exit.
+ *
+ * usage: startup-timer RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]...
+ * Runs each command RUNS times, interleaved (A B C A B C ...) so that drift in
+ * the machine's speed hits every command alike, and prints one line per
+ * command: "NAME first_byte_median_us exit_median_us failures". */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CMDS 8
+#define MAX_RUNS 1000
+#define RUN_TIMEOUT_US (60ULL * 1000000)
+
+struct cmd {
+	const char *name;
+	char **argv;
+	uint64_t first_us[MAX_RUNS], exit_us[MAX_RUNS];
+	int ok, failures;
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, int n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One run: 0 on success (first byte seen and exit status 0). */
+static int run_once(struct cmd *c)
+{
+	int fds[2], status;
+	uint64_t start, first = 0;
+	pid_t pid;
+	char buf[4096];
+
+	if (pipe(fds) < 0)
+		return -1;
+	start = now_us();
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execvp(c->argv[0], c->argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		ssize_t n;
+
+		/* A hung run is a failure, not a hung benchmark. */
+		if (now_us() - start > RUN_TIMEOUT_US) {
+			kill(pid, SIGKILL);
+			fprintf(stderr, "startup-timer: %s timed out\n", c->name);
+			break;
+		}
+		if (poll(&pfd, 1, 1000) == 0)
+			continue;
+		n = read(fds[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (!first)
+			first = now_us();
+	}
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	if (!first || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	c->first_us[c->ok] = first - start;
+	c->exit_us[c->ok] = now_us() - start;
+	c->ok++;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmd cmds[MAX_CMDS];
+	int ncmds = 0, runs;
+
+	if (argc < 5 || (runs = atoi(argv[1])) <= 0 || runs > MAX_RUNS) {
+		fprintf(stderr, "usage: startup-timer RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]\n");
+		return 2;
+	}
+	for (int i = 2; i < argc && ncmds < MAX_CMDS;) {
+		struct cmd *c = &cmds[ncmds++];
+
+		memset(c, 0, sizeof(*c));
+		c->name = argv[i];
+		if (i + 2 >= argc || strcmp(argv[i + 1], "--")) {
+			fprintf(stderr, "startup-timer: expected NAME -- CMD\n");
+			return 2;
+		}
+		c->argv = &argv[i + 2];
+		for (i += 2; i < argc && strcmp(argv[i], "--"); i++)
+			;
+		if (i < argc)
+			argv[i++] = NULL;   /* terminate this command's argv */
+	}
+	for (int r = 0; r < runs; r++) {
+		for (int k = 0; k < ncmds; k++)
+			if (run_once(&cmds[k]))
+				cmds[k].failures++;
+		if ((r + 1) % 5 == 0 || r + 1 == runs)
+			fprintf(stderr, "startup-timer: %d/%d runs done\n", r + 1, runs);
+	}
+	for (int k = 0; k < ncmds; k++)
+		printf("%s %llu %llu %d\n", cmds[k].name,
+		       (unsigned long long)median(cmds[k].first_us, cmds[k].ok),
+		       (unsigned long long)median(cmds[k].exit_us, cmds[k].ok), cmds[k].failures);
+	return 0;
+}
