@@ -1,9 +1,10 @@
 /* startup-timer.c - time commands from exec to their first stdout byte and to their exit.
  *
- * usage: startup-timer RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]...
+ * usage: startup-timer [--marker STR] RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]...
  * Runs each command RUNS times, interleaved (A B C A B C ...) so that drift in
  * the machine's speed hits every command alike, and prints one line per
- * command: "NAME first_byte_median_us exit_median_us failures". */
+ * command: "NAME first_median_us exit_median_us failures", where "first" is
+ * the first stdout byte, or with --marker the end of the first STR in stdout. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +26,8 @@ struct cmd {
 	uint64_t first_us[MAX_RUNS], exit_us[MAX_RUNS];
 	int ok, failures;
 };
+
+static const char *marker;   /* NULL: time the first byte */
 
 static uint64_t now_us(void)
 {
@@ -56,6 +59,7 @@ static int run_once(struct cmd *c)
 	uint64_t start, first = 0;
 	pid_t pid;
 	char buf[4096];
+	size_t matched = 0;
 
 	if (pipe(fds) < 0)
 		return -1;
@@ -86,7 +90,13 @@ static int run_once(struct cmd *c)
 			continue;
 		if (n <= 0)
 			break;
-		if (!first)
+		/* Naive restart is enough for the markers used (no self-overlap). */
+		for (ssize_t i = 0; marker && !first && i < n; i++) {
+			matched = buf[i] == marker[matched] ? matched + 1 : buf[i] == marker[0];
+			if (!marker[matched])
+				first = now_us();
+		}
+		if (!marker && !first)
 			first = now_us();
 	}
 	close(fds[0]);
@@ -101,11 +111,17 @@ static int run_once(struct cmd *c)
 
 int main(int argc, char **argv)
 {
-	struct cmd cmds[MAX_CMDS];
+	static struct cmd cmds[MAX_CMDS];
 	int ncmds = 0, runs;
 
+	if (argc > 2 && !strcmp(argv[1], "--marker")) {
+		marker = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 5 || (runs = atoi(argv[1])) <= 0 || runs > MAX_RUNS) {
-		fprintf(stderr, "usage: startup-timer RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]\n");
+		fprintf(stderr, "usage: startup-timer [--marker STR] RUNS NAME -- CMD [ARG...] "
+			"[-- NAME -- CMD...]\n");
 		return 2;
 	}
 	for (int i = 2; i < argc && ncmds < MAX_CMDS;) {

@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 void bus_init(struct bus *bus, const char *name)
@@ -35,18 +36,19 @@ int bus_register(struct bus *bus, uint64_t base, uint64_t len, bus_handler fn,
 		return -ENOSPC;
 	for (i = bus->nr_ranges; i > 0 && bus->ranges[i - 1].base > base; i--)
 		bus->ranges[i] = bus->ranges[i - 1];
-	bus->ranges[i] = (struct bus_range){ base, len, fn, opaque, name };
+	bus->ranges[i] = (struct bus_range){ .base = base, .len = len, .fn = fn,
+					     .opaque = opaque, .name = name };
 	bus->nr_ranges++;
 	return 0;
 }
 
-static const struct bus_range *bus_find(const struct bus *bus, uint64_t addr)
+static struct bus_range *bus_find(struct bus *bus, uint64_t addr)
 {
 	int lo = 0, hi = bus->nr_ranges - 1;
 
 	while (lo <= hi) {
 		int mid = lo + (hi - lo) / 2;
-		const struct bus_range *r = &bus->ranges[mid];
+		struct bus_range *r = &bus->ranges[mid];
 
 		if (addr < r->base)
 			hi = mid - 1;
@@ -81,15 +83,34 @@ static void bus_note_unclaimed(struct bus *bus, uint64_t addr, bool is_write)
 bool bus_dispatch(struct bus *bus, uint64_t addr, uint8_t *data, uint32_t len,
 		  bool is_write)
 {
-	const struct bus_range *r = bus_find(bus, addr);
+	struct bus_range *r = bus_find(bus, addr);
 
 	/* The whole access must fit in the range it starts in. */
 	if (r && len <= r->len && addr - r->base <= r->len - len) {
+		/* The table is immutable while vCPUs run; only the counter moves. */
+		atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed);
 		r->fn(r->opaque, addr - r->base, data, len, is_write);
 		return true;
 	}
+	atomic_fetch_add_explicit(&bus->unclaimed_hits, 1, memory_order_relaxed);
 	if (!is_write)
 		memset(data, 0xff, len);
 	bus_note_unclaimed(bus, addr, is_write);
 	return false;
+}
+
+void bus_format_hits(struct bus *bus, char *buf, size_t len)
+{
+	size_t used = strlen(buf);
+
+	for (int i = 0; i < bus->nr_ranges && used < len; i++) {
+		uint64_t n = atomic_load(&bus->ranges[i].hits);
+
+		if (n)
+			used += (size_t)snprintf(buf + used, len - used, " %s=%llu",
+						 bus->ranges[i].name, (unsigned long long)n);
+	}
+	if (used < len && atomic_load(&bus->unclaimed_hits))
+		snprintf(buf + used, len - used, " unclaimed-%s=%llu", bus->name,
+			 (unsigned long long)atomic_load(&bus->unclaimed_hits));
 }

@@ -3,7 +3,9 @@
 #define MAYFLY_BUS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define BUS_MAX_RANGES     64
@@ -21,6 +23,7 @@ struct bus_range {
 	bus_handler fn;
 	void *opaque;
 	const char *name;
+	_Atomic uint64_t hits;        /* accesses dispatched here, for exit statistics */
 };
 
 struct bus {
@@ -30,6 +33,7 @@ struct bus {
 	pthread_mutex_t unclaimed_lock;
 	int nr_unclaimed;
 	uint64_t unclaimed[BUS_MAX_UNCLAIMED];
+	_Atomic uint64_t unclaimed_hits;
 };
 
 void bus_init(struct bus *bus, const char *name);
@@ -46,5 +50,9 @@ int bus_register(struct bus *bus, uint64_t base, uint64_t len, bus_handler fn,
  * access is logged once per address, and the guest goes on. */
 bool bus_dispatch(struct bus *bus, uint64_t addr, uint8_t *data, uint32_t len,
 		  bool is_write);
+
+/* Append "name count, ..." of every range that was hit, and the unclaimed
+ * count, to buf (for the exit-statistics log line). */
+void bus_format_hits(struct bus *bus, char *buf, size_t len);
 
 #endif

@@ -10,7 +10,7 @@
 
 #define CONFIG_DEFAULT_MEM_MIB  256
 #define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
-#define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=1"
+#define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
 #define CONFIG_ID_MAX           32
 #define CONFIG_CMDLINE_MAX      4096  /* = LAYOUT_CMDLINE_MAX, with the NUL */
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -121,6 +122,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
 
+	vcpu->exits[run->exit_reason < VCPU_EXIT_REASONS ? run->exit_reason : 0]++;
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
 		vcpu_handle_io(vcpu);
@@ -222,4 +224,35 @@ void vcpu_destroy(struct vcpu *vcpu)
 		close(vcpu->fd);
 	vcpu->run = NULL;
 	vcpu->fd = -1;
+}
+
+void vcpu_log_exit_stats(struct vm *vm)
+{
+	static const char *const names[VCPU_EXIT_REASONS] = {
+		[KVM_EXIT_UNKNOWN] = "other", [KVM_EXIT_IO] = "io", [KVM_EXIT_MMIO] = "mmio",
+		[KVM_EXIT_INTR] = "intr", [KVM_EXIT_SHUTDOWN] = "shutdown",
+		[KVM_EXIT_SYSTEM_EVENT] = "system-event",
+		[KVM_EXIT_INTERNAL_ERROR] = "internal-error", [KVM_EXIT_FAIL_ENTRY] = "fail-entry",
+	};
+	uint64_t by_reason[VCPU_EXIT_REASONS] = { 0 }, total = 0;
+	char line[512] = "";
+	size_t used = 0;
+
+	if (!log_enabled(LOG_INFO))
+		return;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		for (int r = 0; r < VCPU_EXIT_REASONS; r++) {
+			by_reason[r] += vm->vcpus[i].exits[r];
+			total += vm->vcpus[i].exits[r];
+		}
+	for (int r = 0; r < VCPU_EXIT_REASONS && used < sizeof(line); r++)
+		if (by_reason[r])
+			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%llu",
+						 names[r] ? names[r] : "other",
+						 (unsigned long long)by_reason[r]);
+	if (used < sizeof(line))
+		used += (size_t)snprintf(line + used, sizeof(line) - used, ";");
+	bus_format_hits(&vm->pio, line, sizeof(line));
+	bus_format_hits(&vm->mmio, line, sizeof(line));
+	log_info("vm exits to mayfly: %llu:%s", (unsigned long long)total, line);
 }

@@ -314,6 +314,7 @@ int vm_run(struct vm *vm)
 		vcpu_kick(&vm->vcpus[i]);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
+	vcpu_log_exit_stats(vm);
 	console_stop(vm);
 	close(sig_fd);
 	/* All output has passed the panic watch now: a reset that followed the

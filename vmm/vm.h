@@ -19,6 +19,8 @@
 
 struct vm;
 
+#define VCPU_EXIT_REASONS 64   /* KVM exit reasons are small numbers */
+
 struct vcpu {
 	struct vm *vm;
 	unsigned index;          /* also its APIC id */
@@ -26,6 +28,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	uint64_t exits[VCPU_EXIT_REASONS];   /* by KVM exit reason; read after join */
 };
 
 /* The console thread moves serial bytes between the guest and stdio. */
@@ -88,6 +91,9 @@ void vcpu_join(struct vcpu *vcpu);
 void vcpu_destroy(struct vcpu *vcpu);
 /* Installs the (empty) signal handler used by vcpu_kick. Once per process. */
 int vcpu_init_signals(void);
+
+/* Log the VM exits of all (joined) vCPUs by reason and by device. */
+void vcpu_log_exit_stats(struct vm *vm);
 
 /* console.c */
 /* Serial notify hook (opaque = struct vm): wakes the console thread. Runs

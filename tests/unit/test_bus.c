@@ -112,3 +112,18 @@ Test(bus, unclaimed_log_set_is_bounded)
 	bus_dispatch(&bus, 0, data, 1, true);
 	cr_assert_eq(bus.nr_unclaimed, BUS_MAX_UNCLAIMED);
 }
+
+Test(bus, counts_hits_per_device_for_exit_statistics)
+{
+	struct probe a = { 0 };
+	uint8_t data[1] = { 0 };
+	char line[128] = "";
+
+	cr_assert_eq(bus_register(&bus, 0x3f8, 8, probe_fn, &a, "com1"), 0);
+	cr_assert_eq(bus_register(&bus, 0x60, 1, probe_fn, &a, "i8042"), 0);
+	for (int i = 0; i < 3; i++)
+		bus_dispatch(&bus, 0x3f8 + i, data, 1, true);
+	bus_dispatch(&bus, 0x80, data, 1, true);
+	bus_format_hits(&bus, line, sizeof(line));
+	cr_assert_str_eq(line, " com1=3 unclaimed-test=1");
+}
