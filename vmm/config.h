@@ -12,7 +12,7 @@
 #define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
 #define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
 #define CONFIG_ID_MAX           32
-#define CONFIG_CMDLINE_MAX      4096  /* = LAYOUT_CMDLINE_MAX, with the NUL */
+#define CONFIG_CMDLINE_MAX      2048  /* = LAYOUT_CMDLINE_MAX, with the NUL */
 
 struct vm_config {
 	const char *kernel_path;

@@ -909,7 +909,7 @@ Test(boot, reject_cmdline_too_long_and_bad_initrd)
 	cmdline[LAYOUT_CMDLINE_MAX] = 0;
 	cr_assert_eq(boot_write_params(&mem, &k, cmdline, 0, 0, &why), -E2BIG);
 	cr_assert_not_null(why);
-	/* 4095 bytes + NUL is the most that fits. */
+	/* 2047 bytes + NUL is the most that fits. */
 	cmdline[LAYOUT_CMDLINE_MAX - 1] = 0;
 	cr_assert_eq(boot_write_params(&mem, &k, cmdline, 0, 0, &why), 0, "%s", why);
 	cr_assert_eq(strlen((char *)ram + LAYOUT_CMDLINE), LAYOUT_CMDLINE_MAX - 1);

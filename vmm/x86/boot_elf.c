@@ -86,56 +86,44 @@ static int elf_parse_header(struct elf_file *ef, const char **why)
 		return -ENOEXEC;
 	}
 
-	/* Copy the header out: the image buffer carries no alignment promise. */
+	/* Copy the header out: the image buffer carries no alignment promise.
+	 * Both widths carry the same fields; only their sizes differ. */
+#define READ_EHDR(Ehdr, Phdr, Shdr, machine, wrong_machine)		\
+	do {								\
+		Ehdr eh;						\
+									\
+		if (ef->size < sizeof(eh)) {				\
+			*why = "ELF header is truncated";		\
+			return -ENOEXEC;				\
+		}							\
+		memcpy(&eh, ef->data, sizeof(eh));			\
+		if (eh.e_machine != (machine)) {			\
+			*why = (wrong_machine);				\
+			return -ENOEXEC;				\
+		}							\
+		type = eh.e_type;					\
+		version = eh.e_version;					\
+		ef->entry = eh.e_entry;					\
+		ef->phoff = eh.e_phoff;					\
+		ef->phnum = eh.e_phnum;					\
+		phentsize = eh.e_phentsize;				\
+		ef->shoff = eh.e_shoff;					\
+		ef->shnum = eh.e_shnum;					\
+		ef->shentsize = eh.e_shentsize;				\
+		want_phent = sizeof(Phdr);				\
+		want_shent = sizeof(Shdr);				\
+	} while (0)
+
 	if (id[EI_CLASS] == ELFCLASS64) {
-		Elf64_Ehdr eh;
-
-		if (ef->size < sizeof(eh)) {
-			*why = "ELF header is truncated";
-			return -ENOEXEC;
-		}
-		memcpy(&eh, ef->data, sizeof(eh));
-		if (eh.e_machine != EM_X86_64) {
-			*why = "64-bit ELF kernel is not for x86-64";
-			return -ENOEXEC;
-		}
+		READ_EHDR(Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr, EM_X86_64,
+			  "64-bit ELF kernel is not for x86-64");
 		ef->is64 = true;
-		type = eh.e_type;
-		version = eh.e_version;
-		ef->entry = eh.e_entry;
-		ef->phoff = eh.e_phoff;
-		ef->phnum = eh.e_phnum;
-		phentsize = eh.e_phentsize;
-		ef->shoff = eh.e_shoff;
-		ef->shnum = eh.e_shnum;
-		ef->shentsize = eh.e_shentsize;
-		want_phent = sizeof(Elf64_Phdr);
-		want_shent = sizeof(Elf64_Shdr);
 	} else if (id[EI_CLASS] == ELFCLASS32) {
-		Elf32_Ehdr eh;
-
-		if (ef->size < sizeof(eh)) {
-			*why = "ELF header is truncated";
-			return -ENOEXEC;
-		}
-		memcpy(&eh, ef->data, sizeof(eh));
 		/* Only a PVH kernel may be 32-bit; that is checked once notes are read. */
-		if (eh.e_machine != EM_386) {
-			*why = "32-bit ELF kernel is not for i386";
-			return -ENOEXEC;
-		}
+		READ_EHDR(Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr, EM_386,
+			  "32-bit ELF kernel is not for i386");
 		ef->is64 = false;
-		type = eh.e_type;
-		version = eh.e_version;
-		ef->entry = eh.e_entry;
-		ef->phoff = eh.e_phoff;
-		ef->phnum = eh.e_phnum;
-		phentsize = eh.e_phentsize;
-		ef->shoff = eh.e_shoff;
-		ef->shnum = eh.e_shnum;
-		ef->shentsize = eh.e_shentsize;
-		want_phent = sizeof(Elf32_Phdr);
-		want_shent = sizeof(Elf32_Shdr);
+#undef READ_EHDR
 	} else {
 		*why = "ELF class is neither 32- nor 64-bit";
 		return -ENOEXEC;

@@ -60,8 +60,8 @@ _Static_assert(sizeof(struct boot_params) == 4096 && offsetof(struct boot_params
 _Static_assert(sizeof(((struct kernel_image *)0)->setup_header) <=
 	       sizeof(struct boot_params) - offsetof(struct boot_params, hdr),
 	       "saved setup header larger than its zero page slot");
-_Static_assert(LAYOUT_CMDLINE + LAYOUT_CMDLINE_MAX <= LAYOUT_EBDA_START && LAYOUT_CMDLINE_MAX == 4096,
-	       "cmdline area (and the 4095 in its error message)");
+_Static_assert(LAYOUT_CMDLINE + LAYOUT_CMDLINE_MAX <= LAYOUT_EBDA_START && LAYOUT_CMDLINE_MAX == 2048,
+	       "cmdline area (and the 2047 in its error message)");
 
 static uint64_t bp_min(uint64_t a, uint64_t b)
 {
@@ -224,7 +224,7 @@ int boot_write_params(const struct guest_mem *mem, const struct kernel_image *ke
 		cmdline = "";
 	len = strnlen(cmdline, LAYOUT_CMDLINE_MAX);
 	if (len > LAYOUT_CMDLINE_MAX - 1) {
-		*why = "kernel command line is longer than 4095 bytes";
+		*why = "kernel command line is longer than 2047 bytes";
 		return -E2BIG;
 	}
 	if (initrd_size && !mem_gpa_to_hva(mem, initrd_gpa, initrd_size)) {

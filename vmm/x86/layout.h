@@ -18,7 +18,7 @@
 #define LAYOUT_PD               0xb000ULL    /*   four PDs: 4 GiB in 2 MiB pages */
 #define LAYOUT_PD_COUNT         4
 #define LAYOUT_CMDLINE          0x20000ULL   /* kernel command line */
-#define LAYOUT_CMDLINE_MAX      4096ULL      /* bytes including the NUL */
+#define LAYOUT_CMDLINE_MAX      2048ULL      /* bytes including the NUL: Linux x86 COMMAND_LINE_SIZE */
 #define LAYOUT_EBDA_START       0x9fc00ULL   /* MP table lives here; e820 reserves it */
 #define LAYOUT_LOW_RAM_END      0xa0000ULL   /* VGA hole starts here */
 #define LAYOUT_BIOS_START       0xf0000ULL   /* reserved system ROM area */
