@@ -24,6 +24,10 @@ const char config_usage[] =
 	"  --cmdline STR      kernel command line (default: \"" CONFIG_DEFAULT_CMDLINE "\")\n"
 	"  --cmdline-append STR  add to the kernel command line\n"
 	"  --init-cmd CMD     shell command for the guest's init to run (mayfly.cmd=)\n"
+	"  --rootfs IMG       boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
+	"                     IMG is never written; the guest's writes vanish with the VM\n"
+	"  --disk PATH[,ro]   add a raw disk, read-write or read-only (repeatable;\n"
+	"                     /dev/vdb, /dev/vdc... after the rootfs)\n"
 	"  --mem MIB          guest RAM in MiB (default 256)\n"
 	"  --cpus N           vCPUs (default 1, at most 254)\n"
 	"  --console          interactive: stdin goes to the guest console (Ctrl-A x quits)\n"
@@ -46,6 +50,7 @@ static const struct opt opts[] = {
 	{ "cmdline", 0, OPT_STRING },  { "mem", 0, OPT_U64 },
 	{ "cpus", 0, OPT_U64 },        { "console", 0, OPT_FLAG },
 	{ "id", 0, OPT_STRING },       { "kvm-device", 0, OPT_STRING },
+	{ "rootfs", 0, OPT_STRING },   { "disk", 0, OPT_STRING },
 	{ "verbose", 'v', OPT_VERBOSE }, { "help", 'h', OPT_HELP },
 };
 
@@ -168,12 +173,32 @@ static int append_base64(char *dst, size_t *len, const char *src)
 	return 0;
 }
 
+/* Each virtio-mmio device is announced to the guest on its command line
+ * (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES): no ACPI or device tree needed. */
+static int append_devices(struct vm_config *cfg, size_t *len)
+{
+	for (unsigned i = 0; i < cfg->nr_disks; i++) {
+		char dev[80];
+
+		snprintf(dev, sizeof(dev), " virtio_mmio.device=4K@0x%llx:%u",
+			 (unsigned long long)LAYOUT_VIRTIO_ADDR(i), LAYOUT_VIRTIO_IRQ(i));
+		if (append(cfg->full_cmdline, len, dev))
+			return -E2BIG;
+	}
+	if (cfg->rootfs && append(cfg->full_cmdline, len, " root=/dev/vda rw"))
+		return -E2BIG;
+	return 0;
+}
+
 static int compose_cmdline(struct vm_config *cfg)
 {
 	size_t len = 0;
 
 	cfg->full_cmdline[0] = '\0';
 	if (append(cfg->full_cmdline, &len, cfg->cmdline ? cfg->cmdline : CONFIG_DEFAULT_CMDLINE))
+		return -E2BIG;
+	/* Before --cmdline-append, so the user's root= or device options win. */
+	if (append_devices(cfg, &len))
 		return -E2BIG;
 	if (cfg->cmdline_append && (append(cfg->full_cmdline, &len, " ") ||
 				    append(cfg->full_cmdline, &len, cfg->cmdline_append)))
@@ -184,6 +209,51 @@ static int compose_cmdline(struct vm_config *cfg)
 	return 0;
 }
 
+/* --disk PATH[,ro|,rw]: the rootfs slot (0) is filled in by check(). */
+static int add_disk(struct vm_config *cfg, const char *val, char *err, size_t errlen)
+{
+	static const char *const suffixes[] = { ",ro", ",rw" };
+	struct disk_config *d;
+	size_t n = strlen(val);
+
+	if (cfg->nr_disks + 1 >= CONFIG_MAX_DISKS) {
+		fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
+		return -1;
+	}
+	d = &cfg->disks[++cfg->nr_disks];   /* slot 0 stays for the rootfs */
+	d->path = val;
+	for (int i = 0; i < 2; i++) {
+		if (n > 3 && !strcmp(val + n - 3, suffixes[i])) {
+			d->read_only = i == 0;
+			d->path = NULL;
+			snprintf(cfg->disk_paths[cfg->nr_disks], sizeof(cfg->disk_paths[0]), "%.*s",
+				 (int)(n - 3), val);
+			if (n - 3 >= sizeof(cfg->disk_paths[0])) {
+				fail(err, errlen, "--disk path too long");
+				return -1;
+			}
+			d->path = cfg->disk_paths[cfg->nr_disks];
+		}
+	}
+	if (!*d->path || strchr(d->path, ',')) {
+		fail(err, errlen, "bad --disk '%s': want PATH, PATH,ro or PATH,rw", val);
+		return -1;
+	}
+	return 0;
+}
+
+/* Slot 0 holds the rootfs, or the disks move down one when there is none. */
+static void place_disks(struct vm_config *cfg)
+{
+	if (cfg->rootfs) {
+		cfg->disks[0] = (struct disk_config){ .path = cfg->rootfs, .cow = true };
+		cfg->nr_disks++;
+		return;
+	}
+	memmove(&cfg->disks[0], &cfg->disks[1], cfg->nr_disks * sizeof(cfg->disks[0]));
+	memset(&cfg->disks[cfg->nr_disks], 0, sizeof(cfg->disks[0]));
+}
+
 static enum config_result check(struct vm_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->mem_mib == 0 || cfg->mem_mib > LAYOUT_MEM_MAX_MIB)
@@ -191,6 +261,7 @@ static enum config_result check(struct vm_config *cfg, char *err, size_t errlen)
 			    (unsigned long long)LAYOUT_MEM_MAX_MIB);
 	if (cfg->cpus == 0 || cfg->cpus > CONFIG_MAX_CPUS)
 		return fail(err, errlen, "--cpus must be between 1 and %d", CONFIG_MAX_CPUS);
+	place_disks(cfg);
 	if (compose_cmdline(cfg))
 		return fail(err, errlen, "kernel command line is longer than %llu bytes",
 			    (unsigned long long)LAYOUT_CMDLINE_MAX - 1);
@@ -260,6 +331,14 @@ enum config_result config_parse(struct vm_config *cfg, int argc, char *const arg
 			cfg->init_cmd = val;
 		else if (!strcmp(o->name, "kvm-device"))
 			cfg->kvm_device = val;
+		else if (!strcmp(o->name, "rootfs")) {
+			if (!*val)
+				return fail(err, errlen, "--rootfs needs an image path");
+			cfg->rootfs = val;
+		} else if (!strcmp(o->name, "disk")) {
+			if (add_disk(cfg, val, err, errlen))
+				return CONFIG_ERROR;
+		}
 		else if (!strcmp(o->name, "id")) {
 			if (!id_valid(val))
 				return fail(err, errlen, "bad --id '%s': 1-32 of [A-Za-z0-9._-]", val);
@@ -300,11 +379,30 @@ enum config_result config_resolve_defaults(struct vm_config *cfg, char *err, siz
 		snprintf(cfg->default_initrd, sizeof(cfg->default_initrd), "%s/initramfs.cpio.gz", dir);
 		if (access(cfg->default_kernel, R_OK) == 0) {
 			cfg->kernel_path = cfg->default_kernel;
-			if (!cfg->initrd_path && access(cfg->default_initrd, R_OK) == 0)
+			if (!cfg->initrd_path && !cfg->rootfs &&
+			    access(cfg->default_initrd, R_OK) == 0)
 				cfg->initrd_path = cfg->default_initrd;
 			return CONFIG_OK;
 		}
 	}
 	return fail(err, errlen, "no --kernel given and no default guest kernel found "
 		    "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+}
+
+int config_default_guest_file(const char *name, char *out, size_t len)
+{
+	const char *env = getenv("MAYFLY_GUEST_DIR");
+
+	for (int i = 0; i < 3; i++) {
+		const char *dir = guest_dir_candidates(i);
+
+		if (i > 0 && env && *env)
+			break;   /* an explicit MAYFLY_GUEST_DIR is the only place looked at */
+		if (!dir || !*dir)
+			continue;
+		snprintf(out, len, "%s/%s", dir, name);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
 }

@@ -146,7 +146,10 @@ int console_start(struct vm *vm)
 	int rc;
 
 	con->in_fd = STDIN_FILENO;
-	con->out_fd = STDOUT_FILENO;
+	/* mayfly run keeps stdout for the command's own output: the serial
+	 * console then goes to stderr (-v) or nowhere, still panic-watched. */
+	con->out_fd = vm->cfg->console_out == CONSOLE_OUT_STDERR  ? STDERR_FILENO :
+		      vm->cfg->console_out == CONSOLE_OUT_DISCARD ? -1 : STDOUT_FILENO;
 	con->interactive = vm->cfg->console;
 	console_setup_tty(con);
 	rc = pthread_create(&con->thread, NULL, console_thread, vm);

@@ -133,6 +133,23 @@ int kvm_irq_line(struct kvm *kvm, unsigned irq, int level)
 	return ioctl(kvm->vm_fd, KVM_IRQ_LINE, &line) < 0 ? -errno : 0;
 }
 
+int kvm_add_ioeventfd(struct kvm *kvm, uint64_t addr, uint32_t len, uint64_t datamatch, int fd)
+{
+	struct kvm_ioeventfd ioev = {
+		.datamatch = datamatch, .addr = addr, .len = len, .fd = fd,
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
+	};
+
+	return ioctl(kvm->vm_fd, KVM_IOEVENTFD, &ioev) < 0 ? -errno : 0;
+}
+
+int kvm_add_irqfd(struct kvm *kvm, unsigned gsi, int fd)
+{
+	struct kvm_irqfd irqfd = { .fd = (uint32_t)fd, .gsi = gsi };
+
+	return ioctl(kvm->vm_fd, KVM_IRQFD, &irqfd) < 0 ? -errno : 0;
+}
+
 void kvm_close(struct kvm *kvm)
 {
 	if (kvm->vm_fd >= 0)

@@ -27,6 +27,14 @@ int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why
 /* Drive an ISA interrupt line (0-23) of the in-kernel irqchip. */
 int kvm_irq_line(struct kvm *kvm, unsigned irq, int level);
 
+/* Have KVM signal `fd` when the guest writes `datamatch` as a `len`-byte
+ * value to MMIO address `addr`, without an exit to user space. */
+int kvm_add_ioeventfd(struct kvm *kvm, uint64_t addr, uint32_t len, uint64_t datamatch, int fd)
+	__attribute__((warn_unused_result));
+
+/* Have KVM raise interrupt line `gsi` (as an edge) each time `fd` is written. */
+int kvm_add_irqfd(struct kvm *kvm, unsigned gsi, int fd) __attribute__((warn_unused_result));
+
 void kvm_close(struct kvm *kvm);
 
 #endif

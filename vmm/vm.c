@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/virtio_mmio.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -133,6 +135,72 @@ static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 	return 0;
 }
 
+/* Open every disk and wrap it in a virtio-blk device. Like the kernel and
+ * initrd, a bad image is reported before KVM is touched. */
+static int vm_open_disks(struct vm *vm)
+{
+	const struct vm_config *cfg = vm->cfg;
+
+	if (!cfg->nr_disks)
+		return 0;
+	vm->blks = calloc(cfg->nr_disks, sizeof(*vm->blks));
+	if (!vm->blks) {
+		log_error("out of memory for %u disks", cfg->nr_disks);
+		return EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < cfg->nr_disks; i++) {
+		const struct disk_config *dc = &cfg->disks[i];
+		struct disk disk = { .fd = -1 };
+		const char *why = "";
+		char name[8];
+		int rc;
+
+		vm->blks[i].disk.fd = -1;
+		rc = dc->cow ? disk_open_cow(&disk, dc->path, &why) :
+			       disk_open_raw(&disk, dc->path, dc->read_only, &why);
+		if (rc) {
+			bool say_errno = rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -EIO;
+
+			log_error("%s '%s': %s%s%s", dc->cow ? "rootfs" : "disk", dc->path, why,
+				  say_errno ? ": " : "", say_errno ? strerror(-rc) : "");
+			return EXIT_BAD_IMAGE;
+		}
+		snprintf(name, sizeof(name), "vd%c", 'a' + i);
+		rc = virtio_blk_init(&vm->blks[i], &disk, &vm->mem, name);
+		if (rc) {
+			disk_close(&disk);
+			log_error("cannot set up virtio-blk %s: %s", name, strerror(-rc));
+			return EXIT_INTERNAL;
+		}
+		vm->nr_blks++;
+		log_info("%s: %s '%s', %llu MiB%s", name,
+			 dc->cow ? "copy-on-write root" : dc->read_only ? "read-only disk" : "disk",
+			 dc->path, (unsigned long long)(vm->blks[i].disk.size >> 20),
+			 dc->cow ? " (writes stay in this VM's memory)" : "");
+	}
+	return 0;
+}
+
+/* Put a virtio-mmio device on the bus: its registers, its kicks as
+ * ioeventfds served by the I/O thread, its interrupt as an irqfd. */
+static int vm_attach_virtio(struct vm *vm, struct virtio_mmio *m, unsigned slot)
+{
+	uint64_t base = LAYOUT_VIRTIO_ADDR(slot);
+	int rc = bus_register(&vm->mmio, base, LAYOUT_VIRTIO_MMIO_SIZE, virtio_mmio_io, m, m->name);
+
+	if (rc)
+		return rc;
+	for (unsigned q = 0; q < m->ops->nr_queues; q++) {
+		rc = kvm_add_ioeventfd(&vm->kvm, base + VIRTIO_MMIO_QUEUE_NOTIFY, 4, q, m->kick_fds[q]);
+		if (!rc)
+			rc = event_loop_add(&vm->io, m->kick_fds[q], EPOLLIN, virtio_mmio_kick_event,
+					    &m->kickers[q]);
+		if (rc)
+			return rc;
+	}
+	return kvm_add_irqfd(&vm->kvm, LAYOUT_VIRTIO_IRQ(slot), m->irq_fd);
+}
+
 static void serial_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
@@ -158,6 +226,15 @@ static int vm_add_devices(struct vm *vm)
 			 &vm->boot_timer, "boot-timer")) {
 		log_error("cannot register the legacy devices on the bus");
 		return EXIT_INTERNAL;
+	}
+	for (unsigned i = 0; i < vm->nr_blks; i++) {
+		int rc = vm_attach_virtio(vm, &vm->blks[i].mmio, i);
+
+		if (rc) {
+			log_error("cannot attach virtio-blk %s: %s", vm->blks[i].mmio.name,
+				  strerror(-rc));
+			return EXIT_INTERNAL;
+		}
 	}
 	return 0;
 }
@@ -224,6 +301,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 	vm->start_ns = start_ns;
 	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
 	vm->stop_fd = vm->console.wake_fd = -1;
+	vm->io.epoll_fd = vm->io.stop_fd = -1;
 	atomic_store(&vm->exit_code, -1);
 	bus_init(&vm->pio, "pio");
 	bus_init(&vm->mmio, "mmio");
@@ -245,7 +323,13 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 		return EXIT_INTERNAL;
 	}
 	rc = vm_load_guest(vm, &kernel);
+	if (!rc)
+		rc = vm_open_disks(vm);
 	vm_log_phase(vm, "guest loaded");
+	if (!rc && event_loop_init(&vm->io)) {
+		log_error("cannot create the I/O thread's epoll: %s", strerror(errno));
+		rc = EXIT_INTERNAL;
+	}
 	if (!rc)
 		rc = vm_open_kvm(vm);
 	vm_log_phase(vm, "kvm vm created");
@@ -290,6 +374,12 @@ int vm_run(struct vm *vm)
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
+	if (vm->nr_blks && event_loop_start(&vm->io)) {
+		log_error("cannot start the I/O thread");
+		console_stop(vm);
+		close(sig_fd);
+		return EXIT_INTERNAL;
+	}
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		if (vcpu_start(&vm->vcpus[i])) {
 			vm_stop(vm, EXIT_INTERNAL, "cannot start vcpu%u thread", i);
@@ -314,7 +404,10 @@ int vm_run(struct vm *vm)
 		vcpu_kick(&vm->vcpus[i]);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
+	event_loop_stop(&vm->io);
 	vcpu_log_exit_stats(vm);
+	for (unsigned i = 0; i < vm->nr_blks; i++)
+		virtio_blk_log_stats(&vm->blks[i]);
 	console_stop(vm);
 	close(sig_fd);
 	/* All output has passed the panic watch now: a reset that followed the
@@ -341,6 +434,12 @@ void vm_destroy(struct vm *vm)
 	}
 	if (vm->serial.set_irq)
 		serial_destroy(&vm->serial);
+	event_loop_destroy(&vm->io);
+	for (unsigned i = 0; i < vm->nr_blks; i++)
+		virtio_blk_destroy(&vm->blks[i]);
+	free(vm->blks);
+	vm->blks = NULL;
+	vm->nr_blks = 0;
 	kvm_close(&vm->kvm);
 	mem_free(&vm->mem);
 	bus_destroy(&vm->pio);

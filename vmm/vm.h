@@ -10,12 +10,14 @@
 
 #include "bus.h"
 #include "config.h"
+#include "event.h"
 #include "kvm.h"
 #include "mem.h"
 #include "panic_watch.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
+#include "virtio/blk.h"
 
 struct vm;
 
@@ -54,6 +56,9 @@ struct vm {
 	struct i8042 i8042;
 	struct boot_timer boot_timer;
 	struct console console;
+	struct event_loop io;            /* the I/O thread: virtio queue work */
+	struct virtio_blk *blks;         /* one per cfg->disks entry, vda first */
+	unsigned nr_blks;
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 

@@ -36,7 +36,7 @@ expect() {
 	fi
 }
 
-echo "1..21"
+echo "1..27"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -57,6 +57,17 @@ expect "zero-filled kernel" 3 "kernel '$tmp/zeros'" -- "$mayfly" boot --kernel "
 expect "missing initrd" 3 "cannot open initrd" -- "$mayfly" boot --kernel "$good_kernel" --initrd "$tmp/nope"
 expect "missing KVM device" 4 "KVM device not found" -- "$mayfly" boot --kernel "$good_kernel" --kvm-device "$tmp/no-kvm"
 expect "not a KVM device" 5 "unsupported KVM" -- "$mayfly" boot --kernel "$good_kernel" --kvm-device /dev/null
+expect "missing rootfs image" 3 "rootfs '$tmp/nope'" -- "$mayfly" boot --kernel "$good_kernel" --rootfs "$tmp/nope"
+expect "empty disk image" 3 "image is empty" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/empty"
+expect "disk size not a multiple of 512" 3 "multiple of 512" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/zeros"
+expect "disk is a directory" 3 "not a regular file" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/dir,ro"
+expect "bad --disk option" 2 "bad --disk" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/x,rx"
+# Another VM holds the image: here this shell, with a shared flock on fd 9.
+head -c 4096 /dev/zero > "$tmp/held.img"
+exec 9< "$tmp/held.img"
+flock -s 9
+expect "disk in use by another VM" 3 "in use by another VM" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/held.img"
+exec 9<&-
 if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
 	expect "KVM device not permitted" 4 "no permission" -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$mayfly" boot \

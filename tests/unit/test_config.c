@@ -191,3 +191,85 @@ Test(config, verbosity_steps)
 	EXPECT_ERROR("unknown option '-vx'", "-vx");
 }
 
+
+Test(config, rootfs_is_vda_and_disks_follow)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	/* --rootfs after --disk still takes /dev/vda. */
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--disk", "data.img", "--rootfs", "root.ext4",
+			   "--disk", "ro.img,ro", "--disk=rw.img,rw"), CONFIG_OK, "%s", err);
+	cr_assert_eq(cfg.nr_disks, 4);
+	cr_assert_str_eq(cfg.disks[0].path, "root.ext4");
+	cr_assert(cfg.disks[0].cow);
+	cr_assert_str_eq(cfg.disks[1].path, "data.img");
+	cr_assert_not(cfg.disks[1].read_only);
+	cr_assert_not(cfg.disks[1].cow);
+	cr_assert_str_eq(cfg.disks[2].path, "ro.img");
+	cr_assert(cfg.disks[2].read_only);
+	cr_assert_str_eq(cfg.disks[3].path, "rw.img");
+	cr_assert_not(cfg.disks[3].read_only);
+	cr_assert_not_null(strstr(cfg.full_cmdline,
+		" virtio_mmio.device=4K@0xd0001000:5 virtio_mmio.device=4K@0xd0002000:6"
+		" virtio_mmio.device=4K@0xd0003000:7 virtio_mmio.device=4K@0xd0004000:8"
+		" root=/dev/vda rw"), "%s", cfg.full_cmdline);
+}
+
+Test(config, disks_without_rootfs_start_at_vda)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--disk", "a.img", "--disk", "b.img,ro",
+			   "--cmdline-append", "root=/dev/vdb"), CONFIG_OK, "%s", err);
+	cr_assert_eq(cfg.nr_disks, 2);
+	cr_assert_str_eq(cfg.disks[0].path, "a.img");
+	cr_assert_str_eq(cfg.disks[1].path, "b.img");
+	cr_assert(cfg.disks[1].read_only);
+	cr_assert_null(strstr(cfg.full_cmdline, "root=/dev/vda"));
+	/* The user's own parameters come after the devices, so theirs win. */
+	cr_assert_not_null(strstr(cfg.full_cmdline, ":6 root=/dev/vdb"), "%s", cfg.full_cmdline);
+}
+
+Test(config, bad_disks)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--disk", ",ro"), CONFIG_ERROR);
+	cr_assert_not_null(strstr(err, "--disk"), "%s", err);
+	cr_assert_eq(PARSE(&cfg, err, "--disk", "a,b"), CONFIG_ERROR);
+	cr_assert_eq(PARSE(&cfg, err, "--disk", "a.img,rx"), CONFIG_ERROR);
+	cr_assert_eq(PARSE(&cfg, err, "--rootfs", ""), CONFIG_ERROR);
+	cr_assert_eq(PARSE(&cfg, err, "--rootfs", "r", "--disk", "1", "--disk", "2", "--disk", "3",
+			   "--disk", "4", "--disk", "5", "--disk", "6", "--disk", "7"), CONFIG_OK, "%s", err);
+	cr_assert_eq(cfg.nr_disks, CONFIG_MAX_DISKS);
+	cr_assert_eq(PARSE(&cfg, err, "--disk", "1", "--disk", "2", "--disk", "3", "--disk", "4",
+			   "--disk", "5", "--disk", "6", "--disk", "7", "--disk", "8"), CONFIG_ERROR);
+	cr_assert_not_null(strstr(err, "at most"), "%s", err);
+}
+
+Test(config, rootfs_skips_the_default_initramfs)
+{
+	char dir[] = "/tmp/mayfly-cfg-XXXXXX";
+	char path[4096];
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/initramfs.cpio.gz", dir);
+	fclose(fopen(path, "w"));
+	setenv("MAYFLY_GUEST_DIR", dir, 1);
+	cr_assert_eq(PARSE(&cfg, err, "--rootfs", "root.ext4"), CONFIG_OK);
+	cr_assert_eq(config_resolve_defaults(&cfg, err, sizeof(err)), CONFIG_OK, "%s", err);
+	cr_assert_not_null(cfg.kernel_path);
+	cr_assert_null(cfg.initrd_path);
+	unsetenv("MAYFLY_GUEST_DIR");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
+	unlink(path);
+	rmdir(dir);
+}

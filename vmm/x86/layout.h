@@ -35,6 +35,10 @@
 #define LAYOUT_BOOT_TIMER_SIZE  0x1000ULL
 #define LAYOUT_VIRTIO_MMIO      0xd0001000ULL  /* virtio-mmio window, 4 KiB a device */
 #define LAYOUT_VIRTIO_MMIO_SIZE 0x1000ULL
+#define LAYOUT_VIRTIO_MAX_DEVICES 10
+#define LAYOUT_VIRTIO_IRQ_BASE  5             /* ISA lines 5..14: edge, active high (MP table) */
+#define LAYOUT_VIRTIO_ADDR(i)   (LAYOUT_VIRTIO_MMIO + (uint64_t)(i) * LAYOUT_VIRTIO_MMIO_SIZE)
+#define LAYOUT_VIRTIO_IRQ(i)    (LAYOUT_VIRTIO_IRQ_BASE + (unsigned)(i))
 #define LAYOUT_KVM_IDENTITY_MAP 0xfffbc000ULL  /* one page KVM needs on Intel (real mode) */
 #define LAYOUT_KVM_TSS          0xfffbd000ULL  /* three pages KVM needs on Intel */
 #define LAYOUT_IOAPIC           0xfec00000ULL

@@ -1,0 +1,37 @@
+/* blk.h - the virtio-blk device: a disk backend served over one virtqueue. */
+#ifndef MAYFLY_VIRTIO_BLK_H
+#define MAYFLY_VIRTIO_BLK_H
+
+#include <linux/virtio_blk.h>
+
+#include "disk/disk.h"
+#include "virtio/blk_request.h"
+#include "virtio/mmio.h"
+#include "virtio/queue.h"
+
+#define VIRTIO_BLK_QUEUE_SIZE 256
+#define VIRTIO_BLK_SEG_MAX    (VIRTIO_BLK_QUEUE_SIZE - 2)   /* a request is header + data + status */
+
+struct virtio_blk {
+	struct virtio_mmio mmio;      /* the transport; its opaque is this struct */
+	struct disk disk;             /* owned: closed by virtio_blk_destroy */
+	struct virtio_blk_config config;
+	/* Scratch for the request in progress (I/O thread, transport lock held). */
+	struct vq_chain chain;
+	struct blk_request req;
+	/* Statistics, for the log at exit. */
+	uint64_t reads, writes, flushes, errors;
+	uint64_t bytes_read, bytes_written;
+};
+
+/* Wrap an opened disk (ownership moves to blk) in a virtio-blk device
+ * named `name` ("vda"). 0 or -errno. */
+int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct guest_mem *mem,
+		    const char *name) __attribute__((warn_unused_result));
+
+/* Log the request statistics at info level. */
+void virtio_blk_log_stats(const struct virtio_blk *blk);
+
+void virtio_blk_destroy(struct virtio_blk *blk);
+
+#endif

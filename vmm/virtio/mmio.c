@@ -1,0 +1,368 @@
+/* mmio.c - the virtio-mmio register file, the device status state machine and queue setup. */
+#include "virtio/mmio.h"
+#include "log.h"
+
+#include <errno.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_mmio.h>
+#include <linux/virtio_ring.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define MMIO_MAGIC   0x74726976   /* "virt" */
+#define MMIO_VERSION 2            /* modern only: no legacy register layout */
+#define MMIO_CONFIG  0x100        /* device config space starts here */
+
+#define S_ACK  VIRTIO_CONFIG_S_ACKNOWLEDGE
+#define S_DRV  VIRTIO_CONFIG_S_DRIVER
+#define S_FOK  VIRTIO_CONFIG_S_FEATURES_OK
+#define S_DOK  VIRTIO_CONFIG_S_DRIVER_OK
+
+/* The driver's only way forward (virtio 1.2, 3.1.1): each step adds one bit.
+ * FAILED may be added at any step and reset (0) is always allowed; both are
+ * handled before the table. NEEDS_RESET is the device's bit, ignored here. */
+static const struct status_step {
+	uint8_t from, to;
+} status_steps[] = {
+	{ 0, S_ACK },
+	{ S_ACK, S_ACK | S_DRV },
+	{ S_ACK | S_DRV, S_ACK | S_DRV | S_FOK },
+	{ S_ACK | S_DRV | S_FOK, S_ACK | S_DRV | S_FOK | S_DOK },
+};
+
+static void warn_once(struct virtio_mmio *m, bool *flag, const char *what)
+{
+	if (*flag)
+		return;
+	*flag = true;
+	log_warn("virtio-%s %s: %s (logged once)", m->ops->name, m->name, what);
+}
+
+int virtio_mmio_init(struct virtio_mmio *m, const struct virtio_device_ops *ops, void *dev,
+		     uint64_t features, const struct guest_mem *mem, const char *name)
+{
+	memset(m, 0, sizeof(*m));
+	m->irq_fd = -1;
+	for (unsigned i = 0; i < VIRTIO_MMIO_MAX_QUEUES; i++)
+		m->kick_fds[i] = -1;
+	if (ops->nr_queues > VIRTIO_MMIO_MAX_QUEUES || ops->queue_max > VQ_MAX_SIZE)
+		return -EINVAL;
+	m->ops = ops;
+	m->dev = dev;
+	m->mem = mem;
+	m->device_features = features | (1ULL << VIRTIO_F_VERSION_1);
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	pthread_mutex_init(&m->lock, NULL);
+	m->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->irq_fd < 0)
+		return -errno;
+	for (unsigned i = 0; i < ops->nr_queues; i++) {
+		m->kickers[i] = (struct virtio_mmio_kicker){ .m = m, .index = i };
+		m->kick_fds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (m->kick_fds[i] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+void virtio_mmio_destroy(struct virtio_mmio *m)
+{
+	if (!m->ops)
+		return;
+	if (m->irq_fd >= 0)
+		close(m->irq_fd);
+	for (unsigned i = 0; i < VIRTIO_MMIO_MAX_QUEUES; i++)
+		if (m->kick_fds[i] >= 0)
+			close(m->kick_fds[i]);
+	pthread_mutex_destroy(&m->lock);
+	m->ops = NULL;
+}
+
+bool virtio_mmio_live(const struct virtio_mmio *m)
+{
+	return (m->status & (S_DOK | VIRTIO_CONFIG_S_NEEDS_RESET | VIRTIO_CONFIG_S_FAILED)) == S_DOK;
+}
+
+static void raise_irq(struct virtio_mmio *m, uint32_t why)
+{
+	uint64_t one = 1;
+
+	atomic_fetch_or(&m->interrupt_status, why);
+	m->interrupts++;
+	/* EAGAIN means the counter is saturated: an edge is pending anyway. */
+	if (write(m->irq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("virtio-%s %s: cannot raise the interrupt: %s", m->ops->name, m->name,
+			 strerror(errno));
+}
+
+void virtio_mmio_notify(struct virtio_mmio *m)
+{
+	raise_irq(m, VIRTIO_MMIO_INT_VRING);
+}
+
+void virtio_mmio_fail(struct virtio_mmio *m, const char *why)
+{
+	if (m->status & VIRTIO_CONFIG_S_NEEDS_RESET)
+		return;
+	m->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
+	log_error("virtio-%s %s: device failed, needs reset: %s", m->ops->name, m->name, why);
+	raise_irq(m, VIRTIO_MMIO_INT_CONFIG);
+}
+
+static void device_reset(struct virtio_mmio *m)
+{
+	for (unsigned i = 0; i < VIRTIO_MMIO_MAX_QUEUES; i++)
+		vq_reset(&m->queues[i]);
+	m->status = 0;
+	m->driver_features = 0;
+	m->device_features_sel = m->driver_features_sel = m->queue_sel = 0;
+	atomic_store(&m->interrupt_status, 0);
+	if (m->ops->reset)
+		m->ops->reset(m->dev);
+	log_debug("virtio-%s %s: reset", m->ops->name, m->name);
+}
+
+/* FEATURES_OK holds only for a subset of what was offered, with VERSION_1:
+ * otherwise the bit stays clear and the driver, reading it back, gives up. */
+static bool features_acceptable(struct virtio_mmio *m)
+{
+	return !(m->driver_features & ~m->device_features) &&
+	       (m->driver_features & (1ULL << VIRTIO_F_VERSION_1));
+}
+
+static void write_status(struct virtio_mmio *m, uint8_t val)
+{
+	uint8_t cur = m->status & (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET;
+	uint8_t want = val & (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET;
+
+	if (val == 0) {
+		device_reset(m);
+		return;
+	}
+	if (want == cur)
+		return;
+	if (want == (cur | VIRTIO_CONFIG_S_FAILED)) {
+		m->status |= VIRTIO_CONFIG_S_FAILED;
+		log_warn("virtio-%s %s: driver gave up on the device (FAILED)", m->ops->name,
+			 m->name);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(status_steps) / sizeof(status_steps[0]); i++) {
+		if (status_steps[i].from != cur || status_steps[i].to != want)
+			continue;
+		if ((want & S_FOK) && !(cur & S_FOK) && !features_acceptable(m)) {
+			log_warn("virtio-%s %s: driver features 0x%llx not offered (0x%llx)",
+				 m->ops->name, m->name, (unsigned long long)m->driver_features,
+				 (unsigned long long)m->device_features);
+			return;
+		}
+		m->status = (m->status & VIRTIO_CONFIG_S_NEEDS_RESET) | want;
+		if (want & S_DOK)
+			log_debug("virtio-%s %s: driver ready, features 0x%llx", m->ops->name,
+				  m->name, (unsigned long long)m->driver_features);
+		return;
+	}
+	warn_once(m, &m->warned_status, "status change outside the virtio sequence ignored");
+}
+
+/* Queue registers are the driver's between FEATURES_OK and DRIVER_OK only,
+ * and only while the selected queue is not yet live. */
+static struct vq *writable_queue(struct virtio_mmio *m)
+{
+	uint8_t phase = m->status & (S_FOK | S_DOK);
+
+	if (phase != S_FOK || m->queue_sel >= m->ops->nr_queues ||
+	    m->queues[m->queue_sel].ready) {
+		warn_once(m, &m->warned_queue_regs,
+			  "queue register written outside FEATURES_OK..DRIVER_OK, or for a live "
+			  "or missing queue: ignored");
+		return NULL;
+	}
+	return &m->queues[m->queue_sel];
+}
+
+static void set_low(uint64_t *v, uint32_t low)
+{
+	*v = (*v & ~0xffffffffULL) | low;
+}
+
+static void set_high(uint64_t *v, uint32_t high)
+{
+	*v = (*v & 0xffffffffULL) | ((uint64_t)high << 32);
+}
+
+static void queue_ready(struct virtio_mmio *m, struct vq *q, uint32_t val)
+{
+	const char *why = "";
+
+	if (!val)
+		return;   /* not yet live: nothing to undo */
+	if (q->size > m->ops->queue_max) {
+		virtio_mmio_fail(m, "queue size above QueueNumMax");
+		return;
+	}
+	q->event_idx = m->driver_features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+	if (vq_activate(q, m->mem, &why))
+		virtio_mmio_fail(m, why);
+}
+
+static void write_queue_reg(struct virtio_mmio *m, uint64_t offset, uint32_t val)
+{
+	struct vq *q = writable_queue(m);
+
+	if (!q)
+		return;
+	switch (offset) {
+	case VIRTIO_MMIO_QUEUE_NUM: q->size = (uint16_t)(val > 0xffff ? 0 : val); break;
+	case VIRTIO_MMIO_QUEUE_DESC_LOW: set_low(&q->desc_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_DESC_HIGH: set_high(&q->desc_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_AVAIL_LOW: set_low(&q->avail_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_AVAIL_HIGH: set_high(&q->avail_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_USED_LOW: set_low(&q->used_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_USED_HIGH: set_high(&q->used_gpa, val); break;
+	case VIRTIO_MMIO_QUEUE_READY: queue_ready(m, q, val); break;
+	}
+}
+
+static void reg_write(struct virtio_mmio *m, uint64_t offset, uint32_t val)
+{
+	uint64_t one = 1;
+
+	switch (offset) {
+	case VIRTIO_MMIO_DEVICE_FEATURES_SEL: m->device_features_sel = val; break;
+	case VIRTIO_MMIO_DRIVER_FEATURES_SEL: m->driver_features_sel = val; break;
+	case VIRTIO_MMIO_DRIVER_FEATURES:
+		/* Features are the driver's to set between DRIVER and FEATURES_OK. */
+		if ((m->status & (S_DRV | S_FOK)) != S_DRV || m->driver_features_sel > 1) {
+			warn_once(m, &m->warned_queue_regs, "driver features written out of order: ignored");
+			break;
+		}
+		if (m->driver_features_sel)
+			set_high(&m->driver_features, val);
+		else
+			set_low(&m->driver_features, val);
+		break;
+	case VIRTIO_MMIO_QUEUE_SEL: m->queue_sel = val; break;
+	case VIRTIO_MMIO_QUEUE_NUM:
+	case VIRTIO_MMIO_QUEUE_READY:
+	case VIRTIO_MMIO_QUEUE_DESC_LOW: case VIRTIO_MMIO_QUEUE_DESC_HIGH:
+	case VIRTIO_MMIO_QUEUE_AVAIL_LOW: case VIRTIO_MMIO_QUEUE_AVAIL_HIGH:
+	case VIRTIO_MMIO_QUEUE_USED_LOW: case VIRTIO_MMIO_QUEUE_USED_HIGH:
+		write_queue_reg(m, offset, val);
+		break;
+	case VIRTIO_MMIO_QUEUE_NOTIFY:
+		/* Normally KVM's ioeventfd takes these without an exit; one that
+		 * reaches here (no ioeventfd, or an index it did not match) goes
+		 * the same way, so device work still never runs on a vCPU. */
+		if (val < m->ops->nr_queues) {
+			if (write(m->kick_fds[val], &one, sizeof(one)) < 0 && errno != EAGAIN)
+				log_warn("virtio-%s %s: kick lost: %s", m->ops->name, m->name,
+					 strerror(errno));
+		} else {
+			warn_once(m, &m->warned_kick, "notify for a queue that does not exist");
+		}
+		break;
+	case VIRTIO_MMIO_STATUS: write_status(m, (uint8_t)val); break;
+	default:
+		warn_once(m, &m->warned_access, "write to a read-only or unknown register ignored");
+	}
+}
+
+static uint32_t reg_read(struct virtio_mmio *m, uint64_t offset)
+{
+	const struct vq *q = m->queue_sel < m->ops->nr_queues ? &m->queues[m->queue_sel] : NULL;
+
+	switch (offset) {
+	case VIRTIO_MMIO_MAGIC_VALUE: return MMIO_MAGIC;
+	case VIRTIO_MMIO_VERSION: return MMIO_VERSION;
+	case VIRTIO_MMIO_DEVICE_ID: return m->ops->device_id;
+	case VIRTIO_MMIO_VENDOR_ID: return MAYFLY_VIRTIO_VENDOR_ID;
+	case VIRTIO_MMIO_DEVICE_FEATURES:
+		return m->device_features_sel > 1 ? 0 :
+		       (uint32_t)(m->device_features >> (32 * m->device_features_sel));
+	case VIRTIO_MMIO_QUEUE_NUM_MAX: return q ? m->ops->queue_max : 0;
+	case VIRTIO_MMIO_QUEUE_READY: return q ? q->ready : 0;
+	case VIRTIO_MMIO_STATUS: return m->status;
+	case VIRTIO_MMIO_CONFIG_GENERATION: return m->config_generation;
+	case VIRTIO_MMIO_SHM_LEN_LOW: case VIRTIO_MMIO_SHM_LEN_HIGH:
+		return 0xffffffff;   /* no shared memory regions */
+	default: return 0;
+	}
+}
+
+void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
+{
+	struct virtio_mmio *m = opaque;
+	uint32_t val = 0;
+
+	if (offset >= MMIO_CONFIG) {
+		uint64_t off = offset - MMIO_CONFIG;
+
+		/* Config space: any width; writes are ignored (nothing writable offered). */
+		if (is_write)
+			return;
+		memset(data, 0, len);
+		if (off < m->ops->config_size && len <= m->ops->config_size - off) {
+			pthread_mutex_lock(&m->lock);
+			m->ops->config_read(m->dev, (uint32_t)off, data, len);
+			pthread_mutex_unlock(&m->lock);
+		}
+		return;
+	}
+	/* Registers are 32-bit, aligned (virtio 1.2, 4.2.2.2). */
+	if (len != 4 || (offset & 3)) {
+		if (!is_write)
+			memset(data, 0, len);
+		pthread_mutex_lock(&m->lock);
+		warn_once(m, &m->warned_access, "register access not 32-bit aligned ignored");
+		pthread_mutex_unlock(&m->lock);
+		return;
+	}
+	/* The interrupt registers are on every interrupt's path: no lock, so a
+	 * vCPU never waits behind disk I/O to take its interrupt. */
+	if (offset == VIRTIO_MMIO_INTERRUPT_STATUS && !is_write) {
+		val = atomic_load(&m->interrupt_status);
+		memcpy(data, &val, 4);
+		return;
+	}
+	if (offset == VIRTIO_MMIO_INTERRUPT_ACK && is_write) {
+		memcpy(&val, data, 4);
+		atomic_fetch_and(&m->interrupt_status, ~val);
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (is_write) {
+		memcpy(&val, data, 4);
+		reg_write(m, offset, val);
+	} else {
+		val = reg_read(m, offset);
+		memcpy(data, &val, 4);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void virtio_mmio_kick(struct virtio_mmio *m, unsigned index)
+{
+	uint64_t count;
+
+	/* Drain first: a kick arriving while we work fires the fd again. */
+	if (read(m->kick_fds[index], &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->kicks++;
+	if (virtio_mmio_live(m) && m->queues[index].ready)
+		m->ops->queue_notify(m->dev, m, index);
+	else
+		warn_once(m, &m->warned_kick, "kick while the device is not live: ignored");
+	pthread_mutex_unlock(&m->lock);
+}
+
+void virtio_mmio_kick_event(void *kicker, uint32_t events)
+{
+	struct virtio_mmio_kicker *k = kicker;
+
+	(void)events;
+	virtio_mmio_kick(k->m, k->index);
+}

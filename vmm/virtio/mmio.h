@@ -1,0 +1,100 @@
+/* mmio.h - the virtio-mmio transport (virtio 1.2, version 2 only): registers, status, queues, interrupts. */
+#ifndef MAYFLY_VIRTIO_MMIO_H
+#define MAYFLY_VIRTIO_MMIO_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mem.h"
+#include "virtio/queue.h"
+
+#define VIRTIO_MMIO_MAX_QUEUES 4
+/* Not VIRTIO_MMIO_VENDOR_ID: <linux/virtio_mmio.h> uses that name for the
+ * register's offset (0x00c), and its definition would silently win. */
+#define MAYFLY_VIRTIO_VENDOR_ID 0x464d594d   /* "MYMF" little-endian: mayfly */
+
+struct virtio_mmio;
+
+/* What a device (blk, vsock) gives the transport. All callbacks run with
+ * the transport lock held. */
+struct virtio_device_ops {
+	const char *name;          /* "blk", for log lines */
+	uint32_t device_id;        /* VIRTIO_ID_BLOCK, ... */
+	unsigned nr_queues;
+	uint16_t queue_max;        /* QueueNumMax, a power of two <= VQ_MAX_SIZE */
+	/* Read `len` bytes of device config space at `offset` (already checked
+	 * to lie inside config_size). */
+	void (*config_read)(void *dev, uint32_t offset, uint8_t *data, uint32_t len);
+	uint32_t config_size;
+	/* The driver kicked queue `index` (I/O thread; device is DRIVER_OK and
+	 * healthy, the queue ready). Pop, work, push, then virtio_mmio_notify. */
+	void (*queue_notify)(void *dev, struct virtio_mmio *m, unsigned index);
+	/* The driver reset the device: drop in-flight state. */
+	void (*reset)(void *dev);
+};
+
+/* What the I/O thread gets back when a kick eventfd fires. */
+struct virtio_mmio_kicker {
+	struct virtio_mmio *m;
+	unsigned index;
+};
+
+struct virtio_mmio {
+	pthread_mutex_t lock;          /* serialises registers against device work */
+	const struct virtio_device_ops *ops;
+	void *dev;
+	const struct guest_mem *mem;
+	char name[16];                 /* "vda", for log lines */
+
+	uint64_t device_features;      /* offered */
+	uint64_t driver_features;      /* accepted by the driver */
+	uint32_t device_features_sel, driver_features_sel, queue_sel;
+	uint8_t status;
+	_Atomic uint32_t interrupt_status;   /* read and acked without the lock */
+	uint32_t config_generation;
+	struct vq queues[VIRTIO_MMIO_MAX_QUEUES];
+
+	int irq_fd;                    /* eventfd; KVM's irqfd turns a write into an edge */
+	int kick_fds[VIRTIO_MMIO_MAX_QUEUES];   /* eventfds; KVM's ioeventfd writes them */
+	struct virtio_mmio_kicker kickers[VIRTIO_MMIO_MAX_QUEUES];
+
+	bool warned_access;            /* log each kind of driver mistake once */
+	bool warned_queue_regs;
+	bool warned_status;
+	bool warned_kick;
+
+	uint64_t kicks, interrupts;    /* statistics */
+};
+
+/* Set up the transport for one device: create the irq and kick eventfds.
+ * The struct must not move afterwards (kickers point into it). 0 or -errno. */
+int virtio_mmio_init(struct virtio_mmio *m, const struct virtio_device_ops *ops, void *dev,
+		     uint64_t features, const struct guest_mem *mem, const char *name)
+	__attribute__((warn_unused_result));
+void virtio_mmio_destroy(struct virtio_mmio *m);
+
+/* The bus handler for the device's 4 KiB register window (vCPU threads). */
+void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
+
+/* The I/O thread saw kick_fds[index] readable: drain it and, if the device
+ * is live, run ops->queue_notify. */
+void virtio_mmio_kick(struct virtio_mmio *m, unsigned index);
+
+/* event_fn for kick_fds[i], with opaque &m->kickers[i]. */
+void virtio_mmio_kick_event(void *kicker, uint32_t events);
+
+/* Device side, lock held: used buffers were pushed on a queue; raise the
+ * interrupt. */
+void virtio_mmio_notify(struct virtio_mmio *m);
+
+/* Device side, lock held: the guest broke the protocol. Set NEEDS_RESET,
+ * tell the driver (config-change interrupt), log `why` once, and stop
+ * serving queues until the driver resets the device. */
+void virtio_mmio_fail(struct virtio_mmio *m, const char *why);
+
+/* Whether the device serves its queues: DRIVER_OK, not failed. */
+bool virtio_mmio_live(const struct virtio_mmio *m);
+
+#endif
