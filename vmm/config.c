@@ -33,6 +33,10 @@ const char config_usage[] =
 	"  --console          interactive: stdin goes to the guest console (Ctrl-A x quits)\n"
 	"  --id ID            VM id shown in log lines (default: a random one)\n"
 	"  --kvm-device PATH  KVM device (default /dev/kvm)\n"
+	"  --vsock PATH       add a virtio-vsock device (guest CID 3): host programs\n"
+	"                     connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
+	"                     guest connections to port P reach the socket PATH_P;\n"
+	"                     the guest's init starts its agent (mayfly exec, mayfly cp)\n"
 	"  -v, --verbose      more log lines on stderr (repeat for debug)\n"
 	"  -h, --help         this text\n";
 
@@ -51,6 +55,7 @@ static const struct opt opts[] = {
 	{ "cpus", 0, OPT_U64 },        { "console", 0, OPT_FLAG },
 	{ "id", 0, OPT_STRING },       { "kvm-device", 0, OPT_STRING },
 	{ "rootfs", 0, OPT_STRING },   { "disk", 0, OPT_STRING },
+	{ "vsock", 0, OPT_STRING },
 	{ "verbose", 'v', OPT_VERBOSE }, { "help", 'h', OPT_HELP },
 };
 
@@ -177,7 +182,10 @@ static int append_base64(char *dst, size_t *len, const char *src)
  * (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES): no ACPI or device tree needed. */
 static int append_devices(struct vm_config *cfg, size_t *len)
 {
-	for (unsigned i = 0; i < cfg->nr_disks; i++) {
+	/* The disks, then virtio-vsock in the next slot. */
+	unsigned nr = cfg->nr_disks + (cfg->vsock_path ? 1 : 0);
+
+	for (unsigned i = 0; i < nr; i++) {
 		char dev[80];
 
 		snprintf(dev, sizeof(dev), " virtio_mmio.device=4K@0x%llx:%u",
@@ -185,6 +193,9 @@ static int append_devices(struct vm_config *cfg, size_t *len)
 		if (append(cfg->full_cmdline, len, dev))
 			return -E2BIG;
 	}
+	/* With vsock, the guest's init starts its agent (guest-agent/). */
+	if (cfg->vsock_path && append(cfg->full_cmdline, len, " mayfly.agent=1"))
+		return -E2BIG;
 	if (cfg->rootfs && append(cfg->full_cmdline, len, " root=/dev/vda rw"))
 		return -E2BIG;
 	return 0;
@@ -338,6 +349,11 @@ enum config_result config_parse(struct vm_config *cfg, int argc, char *const arg
 		} else if (!strcmp(o->name, "disk")) {
 			if (add_disk(cfg, val, err, errlen))
 				return CONFIG_ERROR;
+		} else if (!strcmp(o->name, "vsock")) {
+			if (!*val || strlen(val) > CONFIG_VSOCK_PATH_MAX)
+				return fail(err, errlen, "--vsock needs a socket path of 1-%d bytes",
+					    CONFIG_VSOCK_PATH_MAX);
+			cfg->vsock_path = val;
 		}
 		else if (!strcmp(o->name, "id")) {
 			if (!id_valid(val))

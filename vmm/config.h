@@ -14,6 +14,7 @@
 #define CONFIG_ID_MAX           32
 #define CONFIG_CMDLINE_MAX      2048  /* = LAYOUT_CMDLINE_MAX, with the NUL */
 #define CONFIG_MAX_DISKS        8     /* virtio-blk devices: vda..vdh */
+#define CONFIG_VSOCK_PATH_MAX   107   /* a Unix socket path: sun_path less its NUL */
 
 /* One virtio-blk device. The rootfs is always the first (vda). */
 struct disk_config {
@@ -45,6 +46,7 @@ struct vm_config {
 	enum log_level log_level;
 	char id[CONFIG_ID_MAX + 1];   /* VM id shown in every log line */
 	const char *kvm_device;
+	const char *vsock_path;       /* --vsock: virtio-vsock, host side on this Unix socket */
 };
 
 enum config_result {

@@ -4,6 +4,7 @@
 #include "exitcode.h"
 #include "log.h"
 #include "vm.h"
+#include "agent/run.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,10 +14,15 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  boot     boot a microVM from a kernel (see mayfly boot --help)\n"
+	"  run      run a command in a fresh microVM and stream its output back\n"
+	"  exec     run a command in a VM started with boot --vsock\n"
+	"  cp       copy a file into or out of such a VM\n"
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
-	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N.\n";
+	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N.\n"
+	"run, exec: the command's code; 124 timeout, 125 mayfly or VM failure,\n"
+	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
 
 static int cmd_boot(int argc, char **argv, uint64_t start_ns)
 {
@@ -61,6 +67,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "boot"))
 		return cmd_boot(argc - 2, argv + 2, start_ns);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 2, argv + 2, start_ns);
+	if (!strcmp(argv[1], "exec"))
+		return cmd_exec(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "cp"))
+		return cmd_cp(argc - 2, argv + 2);
 	fprintf(stderr, "mayfly: unknown command '%s' (try mayfly --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

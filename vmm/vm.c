@@ -181,6 +181,33 @@ static int vm_open_disks(struct vm *vm)
 	return 0;
 }
 
+/* The virtio-vsock device when --vsock asks for one. It listens on its
+ * Unix socket from here on; clients wait in the backlog until the I/O
+ * thread runs. A path that is taken is the user's mistake. */
+static int vm_open_vsock(struct vm *vm)
+{
+	const char *path = vm->cfg->vsock_path, *why = "";
+	int rc;
+
+	if (!path)
+		return 0;
+	vm->vsock = calloc(1, sizeof(*vm->vsock));
+	if (!vm->vsock) {
+		log_error("out of memory for virtio-vsock");
+		return EXIT_INTERNAL;
+	}
+	rc = virtio_vsock_init(vm->vsock, path, VSOCK_GUEST_CID, &vm->mem, &vm->io, &why);
+	if (rc) {
+		log_error("vsock '%s': %s: %s", path, why, strerror(-rc));
+		free(vm->vsock);
+		vm->vsock = NULL;
+		return rc == -EEXIST || rc == -EADDRINUSE || rc == -ENAMETOOLONG || rc == -EACCES ||
+		       rc == -ENOENT ? EXIT_USAGE : EXIT_INTERNAL;
+	}
+	log_info("vsock: guest CID %u, host socket '%s'", VSOCK_GUEST_CID, path);
+	return 0;
+}
+
 /* Put a virtio-mmio device on the bus: its registers, its kicks as
  * ioeventfds served by the I/O thread, its interrupt as an irqfd. */
 static int vm_attach_virtio(struct vm *vm, struct virtio_mmio *m, unsigned slot)
@@ -233,6 +260,14 @@ static int vm_add_devices(struct vm *vm)
 		if (rc) {
 			log_error("cannot attach virtio-blk %s: %s", vm->blks[i].mmio.name,
 				  strerror(-rc));
+			return EXIT_INTERNAL;
+		}
+	}
+	if (vm->vsock) {
+		int rc = vm_attach_virtio(vm, &vm->vsock->mmio, vm->nr_blks);
+
+		if (rc) {
+			log_error("cannot attach virtio-vsock: %s", strerror(-rc));
 			return EXIT_INTERNAL;
 		}
 	}
@@ -331,6 +366,8 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 		rc = EXIT_INTERNAL;
 	}
 	if (!rc)
+		rc = vm_open_vsock(vm);
+	if (!rc)
 		rc = vm_open_kvm(vm);
 	vm_log_phase(vm, "kvm vm created");
 	if (!rc)
@@ -374,7 +411,7 @@ int vm_run(struct vm *vm)
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
-	if (vm->nr_blks && event_loop_start(&vm->io)) {
+	if ((vm->nr_blks || vm->vsock) && event_loop_start(&vm->io)) {
 		log_error("cannot start the I/O thread");
 		console_stop(vm);
 		close(sig_fd);
@@ -408,6 +445,8 @@ int vm_run(struct vm *vm)
 	vcpu_log_exit_stats(vm);
 	for (unsigned i = 0; i < vm->nr_blks; i++)
 		virtio_blk_log_stats(&vm->blks[i]);
+	if (vm->vsock)
+		virtio_vsock_log_stats(vm->vsock);
 	console_stop(vm);
 	close(sig_fd);
 	/* All output has passed the panic watch now: a reset that followed the
@@ -440,6 +479,12 @@ void vm_destroy(struct vm *vm)
 	free(vm->blks);
 	vm->blks = NULL;
 	vm->nr_blks = 0;
+	if (vm->vsock) {
+		/* After the I/O thread: closes the connections, removes the socket file. */
+		virtio_vsock_destroy(vm->vsock);
+		free(vm->vsock);
+		vm->vsock = NULL;
+	}
 	kvm_close(&vm->kvm);
 	mem_free(&vm->mem);
 	bus_destroy(&vm->pio);

@@ -18,6 +18,7 @@
 #include "devices/i8042.h"
 #include "devices/serial.h"
 #include "virtio/blk.h"
+#include "virtio/vsock.h"
 
 struct vm;
 
@@ -59,6 +60,7 @@ struct vm {
 	struct event_loop io;            /* the I/O thread: virtio queue work */
 	struct virtio_blk *blks;         /* one per cfg->disks entry, vda first */
 	unsigned nr_blks;
+	struct virtio_vsock *vsock;      /* --vsock: the next slot after the disks; or NULL */
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 

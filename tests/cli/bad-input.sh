@@ -36,7 +36,7 @@ expect() {
 	fi
 }
 
-echo "1..27"
+echo "1..33"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -68,6 +68,17 @@ exec 9< "$tmp/held.img"
 flock -s 9
 expect "disk in use by another VM" 3 "in use by another VM" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/held.img"
 exec 9<&-
+# mayfly run / exec / cp: mayfly's own failures are 125, the agent's 126 (like env(1)).
+expect "run without a command" 125 "no command given" -- "$mayfly" run --json
+expect "run with a bad flag" 125 "unknown option '--bogus'" -- "$mayfly" run --bogus -- true
+expect "run with a missing rootfs" 125 "rootfs '$tmp/nope'" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/nope" -- true
+expect "run with a missing --stdin file" 125 "cannot open --stdin" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/held.img" --stdin "$tmp/nope" -- cat
+expect "exec without --vsock" 125 "--vsock PATH is required" -- "$mayfly" exec -- true
+expect "exec to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" exec --vsock "$tmp/no.sock" -- true
+if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
+	echo "# a /tmp/mayfly-run-* directory is left behind"
+	failed=$((failed + 1))
+fi
 if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
 	expect "KVM device not permitted" 4 "no permission" -- \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$mayfly" boot \

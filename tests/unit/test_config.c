@@ -273,3 +273,19 @@ Test(config, rootfs_skips_the_default_initramfs)
 	unlink(path);
 	rmdir(dir);
 }
+
+Test(config, vsock_takes_the_slot_after_the_disks_and_starts_the_agent)
+{
+	struct vm_config cfg;
+	char err[256];
+
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k", "--rootfs", "r.ext4", "--vsock", "/tmp/v.sock"),
+		     CONFIG_OK, "%s", err);
+	cr_assert_str_eq(cfg.vsock_path, "/tmp/v.sock");
+	cr_assert_not_null(strstr(cfg.full_cmdline,
+		" virtio_mmio.device=4K@0xd0001000:5 virtio_mmio.device=4K@0xd0002000:6"
+		" mayfly.agent=1 root=/dev/vda rw"), "%s", cfg.full_cmdline);
+	cr_assert_eq(PARSE(&cfg, err, "--kernel", "k"), CONFIG_OK);
+	cr_assert_null(strstr(cfg.full_cmdline, "mayfly.agent"));
+	cr_assert_eq(PARSE(&cfg, err, "--vsock", ""), CONFIG_ERROR);
+}

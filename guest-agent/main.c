@@ -1,0 +1,239 @@
+/* main.c - mayfly-agent: command line, listening socket, signals, then the loop; SHUTDOWN's end. */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+static const char usage[] =
+	"usage: mayfly-agent [--port N | --unix PATH | --fd N] [--home DIR]\n"
+	"                    [--allow-shutdown] [-v]\n"
+	"  (default)          listen on vsock port %d (any CID; only the host may connect)\n"
+	"  --port N           another vsock port\n"
+	"  --unix PATH        listen on a Unix socket instead (host tests)\n"
+	"  --fd N             serve one connected socket, exit when it closes (host tests)\n"
+	"  --home DIR         default cwd of processes and base of relative paths (/root)\n"
+	"  --allow-shutdown   SHUTDOWN powers the machine off (implied as PID 1);\n"
+	"                     otherwise SHUTDOWN only ends the agent\n"
+	"  -v                 log closed connections and their reasons on stderr\n"
+	"docs/protocol.md describes the protocol.\n";
+
+struct options {
+	enum { LISTEN_VSOCK, LISTEN_UNIX, SERVE_FD } mode;
+	unsigned port;
+	const char *unix_path;
+	int fd;
+};
+
+static int parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
+{
+	unsigned v;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(arg, "--allow-shutdown") == 0) {
+			a->allow_shutdown = true;
+		} else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+			a->verbose = true;
+		} else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			printf(usage, PROTO_AGENT_PORT);
+			exit(0);
+		} else if (!val) {
+			goto bad;
+		} else if (strcmp(arg, "--port") == 0 && parse_uint(val, UINT32_MAX - 1, &v) == 0) {
+			o->mode = LISTEN_VSOCK;
+			o->port = v;
+			i++;
+		} else if (strcmp(arg, "--unix") == 0 && val[0]) {
+			o->mode = LISTEN_UNIX;
+			o->unix_path = val;
+			i++;
+		} else if (strcmp(arg, "--fd") == 0 && parse_uint(val, 65535, &v) == 0) {
+			o->mode = SERVE_FD;
+			o->fd = (int)v;
+			i++;
+		} else if (strcmp(arg, "--home") == 0 && val[0]) {
+			a->home = val;
+			i++;
+		} else {
+			goto bad;
+		}
+	}
+	return 0;
+bad:
+	fprintf(stderr, "mayfly-agent: bad arguments\n");
+	fprintf(stderr, usage, PROTO_AGENT_PORT);
+	return -EINVAL;
+}
+
+static int listen_vsock(unsigned port)
+{
+	struct sockaddr_vm svm = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = port };
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&svm, sizeof(svm)) < 0 || listen(fd, 16) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	/* A socket left by an earlier agent would make bind fail; anything else stays. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 16) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* Signals the loop reads from a signalfd; they must be blocked to get there. */
+static int setup_signals(void)
+{
+	sigset_t set;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);    /* a closed connection is an error return, not death */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* fds 0-2 open, so that no pipe of ours lands there and gets dup2'd over. */
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			break;
+}
+
+/* SIGKILL every process still known and give them a moment to be reaped. */
+static void kill_everything(struct agent *a)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+
+	struct conn *c;
+
+	while ((c = a->conns)) {
+		a->conns = c->next;
+		conn_close(c, false);
+		conn_free(c);
+	}
+	a->nconns = 0;
+	for (int i = 0; i < 100 && a->orphans; i++) {
+		procs_reap(a);
+		procs_sweep(a, NULL);
+		if (a->orphans)
+			nanosleep(&ms5, NULL);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct agent a = { .listen_fd = -1, .sig_fd = -1, .home = "/root" };
+	struct options o = { .mode = LISTEN_VSOCK, .port = PROTO_AGENT_PORT, .fd = -1 };
+	bool pid1 = getpid() == 1;
+	int rc;
+
+	if (parse_args(argc, argv, &a, &o) < 0)
+		return 2;
+	a.allow_shutdown |= pid1;
+	a.start_ms = now_ms();
+	ensure_std_fds();
+	/* Modes in FILE_WRITE and MKDIR are exact; children get umask 022 back. */
+	umask(0);
+	if (chdir(a.home) < 0 && chdir("/") < 0)
+		agent_log("chdir /: %m");
+	/* Orphans of our processes come back to us to be reaped (PID 1 gets them anyway). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	a.sig_fd = setup_signals();
+	if (a.sig_fd < 0) {
+		agent_log("signals: %s", strerror(-a.sig_fd));
+		return 1;
+	}
+
+	if (o.mode == SERVE_FD) {
+		a.single = true;
+		if (!conn_new(&a, o.fd)) {
+			agent_log("--fd %d: cannot serve it", o.fd);
+			return 1;
+		}
+	} else {
+		a.listen_fd = o.mode == LISTEN_UNIX ? listen_unix(o.unix_path) : listen_vsock(o.port);
+		if (a.listen_fd < 0) {
+			if (o.mode == LISTEN_UNIX)
+				agent_log("listen on %s: %s", o.unix_path, strerror(-a.listen_fd));
+			else
+				agent_log("listen on vsock port %u: %s", o.port, strerror(-a.listen_fd));
+			return 1;
+		}
+	}
+
+	rc = loop_run(&a);
+	kill_everything(&a);
+	if (o.mode == LISTEN_UNIX)
+		unlink(o.unix_path);
+	if (rc == 1 && a.allow_shutdown) {
+		sync();
+		/* Not RB_POWER_OFF: a mayfly VM has no ACPI, so power-off would only halt
+		 * the vCPU. A reboot with the guest's reboot=k ends the VM (mayfly exits 0). */
+		reboot(RB_AUTOBOOT);
+		agent_log("reboot: %m");
+		while (pid1)
+			pause();      /* PID 1 must not exit */
+		return 1;
+	}
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,110 @@
+/* vsock.h - the virtio-vsock device in user space, bridged to Unix sockets on the host ("hybrid vsock"). */
+#ifndef MAYFLY_VIRTIO_VSOCK_H
+#define MAYFLY_VIRTIO_VSOCK_H
+
+#include <linux/virtio_vsock.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "event.h"
+#include "virtio/mmio.h"
+#include "virtio/queue.h"
+
+#define VSOCK_QUEUE_SIZE      256
+#define VSOCK_QUEUE_RX        0
+#define VSOCK_QUEUE_TX        1
+#define VSOCK_QUEUE_EVENT     2
+#define VSOCK_HOST_CID        2            /* VMADDR_CID_HOST */
+#define VSOCK_GUEST_CID       3            /* the only CID mayfly gives a guest, for now */
+#define VSOCK_HDR_LEN         44           /* sizeof(struct virtio_vsock_hdr) */
+
+/* Limits, per VM and per connection. */
+#define VSOCK_MAX_CONNS       256          /* host- and guest-initiated together */
+#define VSOCK_CONN_BUF        (256 * 1024) /* guest-to-host bytes held for a slow host socket */
+#define VSOCK_MAX_PAYLOAD     (64 * 1024)  /* one packet's payload, either way */
+#define VSOCK_LINE_MAX        64           /* "CONNECT <port>\n" from a host client */
+#define VSOCK_HOST_PORT_BASE  (1u << 30)   /* local ports of host-initiated connections */
+#define VSOCK_RST_RING        32           /* RSTs for packets on no connection, not yet sent */
+#define VSOCK_HASH_BUCKETS    256
+
+/* Timeouts in milliseconds (fields of struct virtio_vsock, so tests can
+ * shorten them). */
+#define VSOCK_RESPONSE_TIMEOUT_MS 2000     /* guest answers a host CONNECT */
+#define VSOCK_LINE_TIMEOUT_MS     10000    /* host client sends its CONNECT line */
+#define VSOCK_LINGER_MS           10000    /* a closing connection flushes and says RST */
+
+struct vsock_conn;
+
+/* The device. Who touches what:
+ *  - vCPU threads only go through the transport: registers, config reads
+ *    (guest_cid) and the driver's reset, all under mmio.lock. Reset only
+ *    flags reset_pending and wakes the I/O thread; it closes nothing.
+ *  - Everything else (connections, sockets, the rx/tx queues) belongs to
+ *    the I/O thread, which holds mmio.lock whenever it touches it: queue
+ *    kicks come in under the lock, and every socket, timer and wake
+ *    callback takes it.
+ *  - virtio_vsock_destroy runs after the I/O thread has stopped. */
+struct virtio_vsock {
+	struct virtio_mmio mmio;      /* the transport; its opaque is this struct */
+	struct event_loop *loop;      /* the I/O thread's loop: sockets come and go there */
+	struct virtio_vsock_config config;
+	uint64_t guest_cid;
+
+	/* The host side: the listening Unix socket, removed again at exit. */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd;
+	bool listen_paused;           /* not watched: at the connection cap, or out of fds */
+	dev_t sock_dev;               /* the socket file we bound: unlink only that one */
+	ino_t sock_ino;
+	int wake_fd;                  /* eventfd: reset_pending was set */
+	int timer_fd;                 /* timerfd: the earliest connection deadline */
+	uint64_t timer_at;            /* CLOCK_MONOTONIC ns it is armed for, 0: disarmed */
+	bool reset_pending;           /* the driver reset the device: close everything */
+
+	/* Connections (I/O thread, lock held). */
+	struct vsock_conn *buckets[VSOCK_HASH_BUCKETS];   /* by (local port, guest port) */
+	struct vsock_conn *conns;     /* every connection, CONNECT line readers too */
+	struct vsock_conn *rx_head, *rx_tail;   /* connections with a packet for the guest */
+	unsigned nr_conns;
+	uint32_t next_port;           /* next local port for a host-initiated connection */
+	struct { uint32_t src, dst; } rsts[VSOCK_RST_RING];   /* RSTs owed for unknown connections */
+	unsigned rst_head, rst_len;
+
+	/* Queue scratch (I/O thread, lock held). An rx chain popped but not yet
+	 * filled is kept for the next packet: a chain cannot be given back. */
+	bool rx_held;
+	struct vq_chain rx_chain, tx_chain;
+
+	/* Tunables, set by init; tests shorten them. */
+	unsigned max_conns;
+	unsigned response_timeout_ms, line_timeout_ms, linger_ms;
+
+	/* Log each kind of guest mistake once. */
+	bool warned_pkt[8];           /* by enum vsock_verdict */
+	bool warned_credit, warned_cap, warned_rst_ring, warned_state;
+
+	/* Statistics, for the log at exit. */
+	uint64_t conns_host, conns_guest, conns_refused, pkts_dropped, rsts_sent;
+	uint64_t bytes_to_guest, bytes_to_host;
+};
+
+/* Create the device for guest CID `guest_cid`: bind and listen on the Unix
+ * socket `path` (a stale socket file there is replaced; any other file is
+ * -EEXIST) and watch it, a wake eventfd and a timer in `loop`, which must
+ * not be started yet. The struct must not move afterwards. 0 or -errno
+ * with *why saying what failed; nothing is left behind on failure. */
+int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_cid,
+		      const struct guest_mem *mem, struct event_loop *loop, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Log the connection and byte statistics at info level. */
+void virtio_vsock_log_stats(const struct virtio_vsock *v);
+
+/* Once the I/O thread has stopped (or never started): close every
+ * connection and the listener and remove the socket file. Does not touch
+ * the event loop, which may already be destroyed. */
+void virtio_vsock_destroy(struct virtio_vsock *v);
+
+#endif

@@ -1,0 +1,325 @@
+/* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, the CONNECT line, connection timeouts. */
+#include "virtio/vsock_conn.h"
+#include "clock.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+/* ---- deadlines: one timerfd, armed for the earliest ---- */
+
+static uint64_t ms_from_now(unsigned ms)
+{
+	return clock_now_ns() + (uint64_t)ms * 1000000ULL;
+}
+
+static void arm_timer(struct virtio_vsock *v, uint64_t at)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(at / 1000000000ULL),
+			      .tv_nsec = (long)(at % 1000000000ULL) },
+	};
+
+	if (timerfd_settime(v->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+		log_warn("virtio-vsock: cannot arm the connection timer: %s", strerror(errno));
+		return;
+	}
+	v->timer_at = at;
+}
+
+void vsock_conn_set_deadline(struct vsock_conn *c, unsigned ms)
+{
+	struct virtio_vsock *v = c->v;
+
+	c->deadline = ms_from_now(ms);
+	if (!v->timer_at || c->deadline < v->timer_at)
+		arm_timer(v, c->deadline);
+}
+
+/* ---- the CONNECT line ---- */
+
+/* "CONNECT <port>" (a trailing CR tolerated): the port, or -1. */
+static int64_t parse_connect(const char *line)
+{
+	uint64_t port = 0;
+
+	if (strncmp(line, "CONNECT ", 8))
+		return -1;
+	line += 8;
+	if (!*line || *line == '\r')
+		return -1;
+	for (; *line && *line != '\r'; line++) {
+		if (*line < '0' || *line > '9')
+			return -1;
+		port = port * 10 + (uint64_t)(*line - '0');
+		if (port >= 0xffffffffULL)   /* VMADDR_PORT_ANY is not a port */
+			return -1;
+	}
+	if (*line == '\r' && line[1])
+		return -1;
+	return (int64_t)port;
+}
+
+static uint32_t alloc_port(struct virtio_vsock *v)
+{
+	for (;;) {
+		uint32_t port = v->next_port++;
+		bool used = false;
+
+		if (v->next_port == 0xffffffffu)
+			v->next_port = VSOCK_HOST_PORT_BASE;
+		for (struct vsock_conn *c = v->conns; c && !used; c = c->next)
+			used = c->host_initiated && c->hashed && c->local_port == port;
+		if (!used)
+			return port;   /* at most VSOCK_MAX_CONNS tries */
+	}
+}
+
+/* Take what the client sent up to the newline, never past it: bytes after
+ * the line are its first data for the guest and stay in the socket. */
+void vsock_host_read_line(struct vsock_conn *c)
+{
+	struct virtio_vsock *v = c->v;
+	char peek[VSOCK_LINE_MAX];
+	ssize_t n = recv(c->fd, peek, VSOCK_LINE_MAX - c->line_len, MSG_PEEK | MSG_DONTWAIT);
+	char *nl;
+	size_t take;
+	int64_t port;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		vsock_conn_free(c);   /* gone mid-line: the guest never heard of it */
+		return;
+	}
+	nl = memchr(peek, '\n', (size_t)n);
+	take = nl ? (size_t)(nl - peek) + 1 : (size_t)n;
+	if (recv(c->fd, c->line + c->line_len, take, MSG_DONTWAIT) != (ssize_t)take) {
+		vsock_conn_free(c);
+		return;
+	}
+	c->line_len += (uint32_t)take;
+	if (!nl) {
+		if (c->line_len == VSOCK_LINE_MAX) {
+			log_warn("virtio-vsock: host client sent no CONNECT line in %d bytes: closed",
+				 VSOCK_LINE_MAX);
+			vsock_conn_free(c);
+		}
+		return;
+	}
+	/* A NUL inside would end the string early and hide the rest. */
+	port = memchr(c->line, '\0', c->line_len) ? -1 : 0;
+	c->line[c->line_len - 1] = '\0';
+	if (!port)
+		port = parse_connect(c->line);
+	if (port < 0) {
+		log_warn("virtio-vsock: host client sent a bad CONNECT line: closed");
+		vsock_conn_free(c);
+		return;
+	}
+	if (!virtio_mmio_live(&v->mmio)) {
+		/* No driver (yet, or any more) to answer: say so now, not in 2 s. */
+		log_debug("virtio-vsock: host connects to port %lld before the guest driver is up",
+			  (long long)port);
+		vsock_conn_free(c);
+		return;
+	}
+	c->host_initiated = true;
+	c->peer_port = (uint32_t)port;
+	c->local_port = alloc_port(v);
+	vsock_conn_hash(c);
+	c->state = CONN_CONNECTING;
+	c->pending |= PEND_REQUEST;
+	vsock_conn_set_deadline(c, v->response_timeout_ms);
+	if (vsock_conn_watch(c)) {
+		vsock_conn_free(c);
+		return;
+	}
+	v->conns_host++;
+	log_debug("virtio-vsock: host connects to guest port %u from %u", c->peer_port,
+		  c->local_port);
+	vsock_conn_mark(c);
+}
+
+static void pause_listener(struct virtio_vsock *v)
+{
+	if (!v->listen_paused && !event_loop_mod(v->loop, v->listen_fd, 0))
+		v->listen_paused = true;
+}
+
+void vsock_listen_event(void *opaque, uint32_t events)
+{
+	struct virtio_vsock *v = opaque;
+
+	(void)events;
+	pthread_mutex_lock(&v->mmio.lock);
+	vsock_sync(v);
+	for (int i = 0; i < 16; i++) {
+		struct vsock_conn *c;
+		int fd;
+
+		/* At the cap, clients wait in the backlog for a free slot
+		 * rather than being turned away at once. */
+		if (v->nr_conns >= v->max_conns) {
+			if (!v->warned_cap) {
+				v->warned_cap = true;
+				log_warn("virtio-vsock: %u connections open: more wait (logged once)",
+					 v->max_conns);
+			}
+			pause_listener(v);
+			break;
+		}
+		fd = accept4(v->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			/* Out of fds: stop watching until a connection closes,
+			 * or the pending client would spin the loop. */
+			if (errno == EMFILE || errno == ENFILE) {
+				log_warn("virtio-vsock: cannot accept: %s", strerror(errno));
+				pause_listener(v);
+			}
+			break;
+		}
+		c = vsock_conn_new(v, fd, CONN_LINE);
+		if (!c) {
+			close(fd);
+			break;
+		}
+		vsock_conn_set_deadline(c, v->line_timeout_ms);
+		if (vsock_conn_watch(c))
+			vsock_conn_free(c);
+	}
+	pthread_mutex_unlock(&v->mmio.lock);
+}
+
+void vsock_timer_event(void *opaque, uint32_t events)
+{
+	struct virtio_vsock *v = opaque;
+	uint64_t count, now = clock_now_ns(), next = 0;
+	struct vsock_conn *c, *following;
+
+	(void)events;
+	if (read(v->timer_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&v->mmio.lock);
+	vsock_sync(v);
+	v->timer_at = 0;
+	for (c = v->conns; c; c = following) {
+		following = c->next;   /* c may be freed; a reset never frees another */
+		if (!c->deadline || c->deadline > now)
+			continue;
+		c->deadline = 0;
+		switch (c->state) {
+		case CONN_LINE:
+			log_debug("virtio-vsock: host client sent no CONNECT line in time");
+			vsock_conn_free(c);
+			break;
+		case CONN_CONNECTING:
+			log_warn("virtio-vsock: guest did not answer a connection to port %u in %u ms",
+				 c->peer_port, v->response_timeout_ms);
+			vsock_conn_reset(c);
+			break;
+		case CONN_OPEN:
+			vsock_conn_reset(c);   /* a closing connection's host never took the last bytes */
+			break;
+		case CONN_CLOSING:
+			vsock_conn_free(c);    /* the guest took no RST in all this time */
+			break;
+		}
+	}
+	/* Resets above set new deadlines: re-arm for the earliest left. */
+	for (c = v->conns; c; c = c->next)
+		if (c->deadline && (!next || c->deadline < next))
+			next = c->deadline;
+	if (next)
+		arm_timer(v, next);
+	vsock_rx_pump(v);
+	pthread_mutex_unlock(&v->mmio.lock);
+}
+
+/* ---- the listener ---- */
+
+int vsock_host_listen(struct virtio_vsock *v, const char *path, const char **why)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		*why = "socket path too long";
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*why = "cannot create a socket";
+		return -errno;
+	}
+	/* A socket file nobody listens on is a leftover (of a VM that was
+	 * killed): replace it. A live one, or any other file, is not ours. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			*why = "the path exists and is not a socket";
+			rc = -EEXIST;
+			goto err_fd;
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
+			*why = "another process is listening on the socket";
+			rc = -EADDRINUSE;
+			goto err_fd;
+		}
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0 || unlink(path) < 0) {
+			*why = "cannot replace the stale socket file";
+			rc = -errno;
+			goto err_fd;
+		}
+	} else if (errno != ENOENT) {
+		*why = "cannot look at the socket path";
+		rc = -errno;
+		goto err_fd;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		*why = "cannot bind the socket";
+		rc = -errno;
+		goto err_fd;
+	}
+	if (lstat(path, &st) < 0 || listen(fd, 64) < 0) {
+		*why = "cannot listen on the socket";
+		rc = -errno;
+		goto err_unlink;
+	}
+	v->listen_fd = fd;
+	v->sock_dev = st.st_dev;
+	v->sock_ino = st.st_ino;
+	memcpy(v->path, path, strlen(path) + 1);
+	return 0;
+
+err_unlink:
+	unlink(path);
+err_fd:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+void vsock_host_unlisten(struct virtio_vsock *v)
+{
+	struct stat st;
+
+	if (v->listen_fd < 0)
+		return;
+	close(v->listen_fd);
+	v->listen_fd = -1;
+	/* Only the file we bound: a later mayfly may have replaced it. */
+	if (lstat(v->path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == v->sock_dev &&
+	    st.st_ino == v->sock_ino)
+		unlink(v->path);
+}
