@@ -15,10 +15,13 @@ Test(run_opts, run_takes_every_flag_and_the_command)
 	char err[256];
 	char put[] = "local.txt:/root/in.txt", get[] = "/root/out.txt:res:ult.txt";
 
-	cr_assert_eq(run_opts_parse(&o, RUN_MODE_RUN, 22, ARGS("--rootfs", "r.ext4", "--mem=512",
-		"--cpus", "2", "--timeout", "30", "--env", "A=1", "--env=B=x=y", "--cwd", "/tmp",
-		"--stdin", "-", "--put", put, "--get", get, "--json", "-v", "--", "ls"),
-		err, sizeof(err)), 0, "%s", err);
+	/* o points into argv: it must outlive the assertions (no compound literal). */
+	char *argv[] = { "--rootfs", "r.ext4", "--mem=512", "--cpus", "2", "--timeout", "30",
+			 "--env", "A=1", "--env=B=x=y", "--cwd", "/tmp", "--stdin", "-", "--put", put,
+			 "--get", get, "--json", "-v", "--", "ls" };
+	int rc = run_opts_parse(&o, RUN_MODE_RUN, 22, argv, err, sizeof(err));
+
+	cr_assert_eq(rc, 0, "%s", err);
 	cr_assert_str_eq(o.rootfs, "r.ext4");
 	cr_assert_eq(o.mem_mib, 512);
 	cr_assert_eq(o.cpus, 2);
@@ -43,11 +46,15 @@ Test(run_opts, the_command_starts_at_the_first_non_flag)
 	struct run_opts o;
 	char err[256];
 
-	cr_assert_eq(PARSE(&o, RUN_MODE_RUN, err, "--json", "sh", "-c", "echo --json"), 0, "%s", err);
+	char *a1[] = { "--json", "sh", "-c", "echo --json" }, *a2[] = { "--", "--json" };
+	int rc = run_opts_parse(&o, RUN_MODE_RUN, 4, a1, err, sizeof(err));
+
+	cr_assert_eq(rc, 0, "%s", err);
 	cr_assert_eq(o.argc, 3);
 	cr_assert_str_eq(o.argv[1], "-c");
 	/* After --, even a flag-looking word is the command's. */
-	cr_assert_eq(PARSE(&o, RUN_MODE_RUN, err, "--", "--json"), 0, "%s", err);
+	rc = run_opts_parse(&o, RUN_MODE_RUN, 2, a2, err, sizeof(err));
+	cr_assert_eq(rc, 0, "%s", err);
 	cr_assert_str_eq(o.argv[0], "--json");
 	cr_assert_not(o.json);
 }
@@ -91,8 +98,13 @@ Test(run_opts, each_mode_takes_only_its_flags)
 	cr_assert_not_null(strstr(err, "--vsock"), "%s", err);
 	cr_assert_eq(PARSE(&o, RUN_MODE_EXEC, err, "--vsock", "s", "--timeout", "3", "ls"), 0, "%s", err);
 	cr_assert_eq(PARSE(&o, RUN_MODE_RUN, err, "--vsock", "s", "ls"), -1);
-	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "a", ":/b"), 0, "%s", err);
-	cr_assert_eq(o.argc, 2);
+	{
+		char *cp[] = { "--vsock", "s", "a", ":/b" };
+		int rc = run_opts_parse(&o, RUN_MODE_CP, 4, cp, err, sizeof(err));
+
+		cr_assert_eq(rc, 0, "%s", err);
+		cr_assert_eq(o.argc, 2);
+	}
 	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "a"), -1);
 	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "--json", "a", ":/b"), -1);
 	cr_assert_eq(PARSE(&o, RUN_MODE_RUN, err, "--help"), 1);

@@ -15,6 +15,7 @@
 
 #define CONNECT_LINE_MAX 64
 #define RETRY_NS         (10ULL * 1000 * 1000)   /* between tries while the guest boots */
+#define AGENT_SOCKET_WAIT_NS (3ULL * 1000 * 1000 * 1000)   /* for the VMM to create its socket */
 
 static int ms_until(uint64_t deadline_ns)
 {
@@ -115,6 +116,8 @@ int agent_client_connect(struct agent_client *c, const char *uds_path, uint32_t 
 	struct proto_frame f;
 	int fd, rc, len;
 
+	uint64_t socket_deadline = clock_now_ns() + AGENT_SOCKET_WAIT_NS;
+
 	c->fd = -1;
 	c->next_id = 1;
 	c->rlen = c->consumed = 0;
@@ -123,13 +126,14 @@ int agent_client_connect(struct agent_client *c, const char *uds_path, uint32_t 
 		if (fd >= 0)
 			break;
 		/* Not up yet: the VMM closed our CONNECT because no agent
-		 * listens in the guest yet. A missing or dead socket is no VM at
-		 * all (mayfly run creates the socket before it connects). */
-		if (fd == -ENOENT || fd == -ECONNREFUSED) {
+		 * listens in the guest yet (retried until the deadline). A missing
+		 * or dead socket may be a VM still being built (`mayfly boot
+		 * --vsock S & mayfly exec --vsock S`): that gets a few seconds. */
+		if ((fd == -ENOENT || fd == -ECONNREFUSED) && clock_now_ns() >= socket_deadline) {
 			*why = "no VM is listening on this socket";
 			return fd;
 		}
-		if (fd != -ECONNRESET && fd != -ETIMEDOUT) {
+		if (fd != -ECONNRESET && fd != -ETIMEDOUT && fd != -ENOENT && fd != -ECONNREFUSED) {
 			*why = "cannot connect to the VM's vsock socket";
 			return fd;
 		}

@@ -354,11 +354,13 @@ int cmd_run(int argc, char **argv, uint64_t start_ns)
 	return code;
 }
 
+/* A VM started just before (boot --vsock S &) may still be booting: allow
+ * as long as mayfly run allows its own VM. */
 static int connect_running(struct agent_client *c, const struct run_opts *o)
 {
 	const char *why = "";
 	int rc = agent_client_connect(c, o->vsock, PROTO_AGENT_PORT,
-				      clock_now_ns() + 10ULL * 1000000000ULL, NULL, &why);
+				      clock_now_ns() + RUN_BOOT_TIMEOUT_S * 1000000000ULL, NULL, &why);
 
 	if (rc)
 		fprintf(stderr, "mayfly: %s: %s (%s)\n", o->vsock, why, strerror(-rc));
