@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/virtio_mmio.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -309,6 +310,8 @@ static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 		log_error("KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-rc));
 		return EXIT_INTERNAL;
 	}
+	if (ioctl(vm->kvm.sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
+		cpuid_enable_tsc_deadline(cpuid);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		rc = vcpu_init(vm, &vm->vcpus[i], i, cpuid, kernel->format, kernel->entry);
 		if (rc) {

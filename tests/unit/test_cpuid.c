@@ -139,3 +139,15 @@ Test(cpuid, boot_tables_identity_map_and_gdt)
 	mem_init_fake(&mem, ram, LAYOUT_PD + 0x800);
 	cr_assert_eq(regs_write_boot_tables(&mem, true), -EFAULT);
 }
+
+Test(cpuid, tsc_deadline_is_advertised_only_in_leaf_1)
+{
+	struct kvm_cpuid2 *c = fake_table();
+	struct kvm_cpuid_entry2 *l1 = cpuid_find(c, 1, 0);
+	uint32_t before = l1->ecx;
+
+	cr_assert_not(before & (1u << 24));
+	cpuid_enable_tsc_deadline(c);
+	cr_assert_eq(l1->ecx, before | (1u << 24));
+	free(c);
+}

@@ -20,6 +20,13 @@ int cpuid_get_supported(int kvm_sys_fd, struct kvm_cpuid2 **out)
  * 0x80000008), and no PMU (leaf 0xA zero). Pure: touches only the table. */
 void cpuid_patch(struct kvm_cpuid2 *cpuid, unsigned cpu_index, unsigned nr_cpus);
 
+/* Advertise the TSC-deadline LAPIC timer (leaf 1 ECX bit 24). KVM emulates
+ * it when KVM_CAP_TSC_DEADLINE_TIMER says so, but KVM_GET_SUPPORTED_CPUID
+ * leaves the bit clear. Without it Linux calibrates the LAPIC timer against
+ * the PIT and, under nested virtualisation, may reject it and fall back to
+ * the PIT for its ticks. */
+void cpuid_enable_tsc_deadline(struct kvm_cpuid2 *cpuid);
+
 /* Entry for (function, index) or NULL. */
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *cpuid, uint32_t function, uint32_t index);
 

@@ -120,3 +120,11 @@ void cpuid_patch(struct kvm_cpuid2 *cpuid, unsigned cpu_index, unsigned nr_cpus)
 		}
 	}
 }
+
+void cpuid_enable_tsc_deadline(struct kvm_cpuid2 *cpuid)
+{
+	struct kvm_cpuid_entry2 *e = cpuid_find(cpuid, 1, 0);
+
+	if (e)
+		e->ecx |= 1u << 24;
+}
