@@ -433,9 +433,13 @@ int vm_run(struct vm *vm)
 
 		if (poll(fds, 2, -1) < 0 && errno != EINTR)
 			break;
-		if ((fds[1].revents & POLLIN) && read(sig_fd, &si, sizeof(si)) == sizeof(si))
-			vm_stop(vm, 128 + (int)si.ssi_signo, "stopped by signal %s",
-				strsignal((int)si.ssi_signo));
+		if (!(fds[1].revents & POLLIN) || read(sig_fd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		/* mayfly run passes a first SIGINT/SIGTERM on to the command. */
+		if (vm->signal_hook && vm->signal_hook(vm->signal_hook_opaque, (int)si.ssi_signo))
+			continue;
+		vm_stop(vm, 128 + (int)si.ssi_signo, "stopped by signal %s",
+			strsignal((int)si.ssi_signo));
 	}
 	/* Wait for vm_stop to finish writing the reason (code goes -2 -> final). */
 	while ((code = atomic_load(&vm->exit_code)) < 0)

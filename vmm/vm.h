@@ -68,6 +68,11 @@ struct vm {
 	_Atomic int exit_code;           /* -1 while running */
 	char exit_reason[160];
 	int stop_fd;                     /* eventfd the main thread waits on */
+
+	/* Set after vm_build: called on the main thread for SIGINT, SIGTERM or
+	 * SIGHUP; returning true means "handled, keep the VM running". */
+	bool (*signal_hook)(void *opaque, int signo);
+	void *signal_hook_opaque;
 };
 
 /* Build the VM from cfg in one linear recipe: memory, kernel and initrd,

@@ -107,6 +107,14 @@ Test(run_opts, each_mode_takes_only_its_flags)
 	}
 	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "a"), -1);
 	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "--json", "a", ":/b"), -1);
+	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "--vsock", "s", "--tty", "a", ":/b"), -1);
+	{
+		char *ex[] = { "--vsock", "s", "--tty", "sh" };
+		int rc = run_opts_parse(&o, RUN_MODE_EXEC, 4, ex, err, sizeof(err));
+
+		cr_assert_eq(rc, 0, "%s", err);
+		cr_assert(o.tty);
+	}
 	cr_assert_eq(PARSE(&o, RUN_MODE_RUN, err, "--help"), 1);
 	cr_assert_eq(PARSE(&o, RUN_MODE_CP, err, "-h"), 1);
 }

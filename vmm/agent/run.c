@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,11 +40,14 @@ const char run_usage[] =
 	"  --stdin FILE|-     feed CMD's stdin from FILE or from mayfly's stdin\n"
 	"  --put LOCAL:GUEST  copy a file into the VM before CMD (repeatable)\n"
 	"  --get GUEST:LOCAL  copy a file out of the VM after CMD (repeatable)\n"
+	"  --tty              run CMD on a pseudo-terminal in the guest (its size from\n"
+	"                     ours, else 24x80); stdout then carries both streams\n"
 	"  --json             one JSON event per line on stdout (started, stdout,\n"
 	"                     stderr, exit, timings) instead of the raw streams\n"
 	"  --id ID            VM id for log lines\n"
 	"  -v, --verbose      log lines and the guest console on stderr (-vv: debug)\n"
 	"\n"
+	"A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
 	"Exit: CMD's code; 124 timed out, 125 mayfly or the VM failed, 126 the agent\n"
 	"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n";
 
@@ -50,7 +55,7 @@ const char exec_usage[] =
 	"usage: mayfly exec --vsock PATH [options] [--] CMD [ARG...]\n"
 	"\n"
 	"Run CMD in a VM started with `mayfly boot --vsock PATH` (several calls, one VM).\n"
-	"Options as for mayfly run: --timeout, --env, --cwd, --stdin, --json, -v.\n";
+	"Options as for mayfly run: --timeout, --env, --cwd, --stdin, --tty, --json, -v.\n";
 
 const char cp_usage[] =
 	"usage: mayfly cp --vsock PATH SRC DST\n"
@@ -67,6 +72,10 @@ struct run_ctx {
 	_Atomic bool vm_ended;        /* the main thread's vm_run returned */
 	_Atomic int client_fd;        /* published so the main thread can unblock us */
 	bool done;                    /* the command ran to an answer (read after join) */
+	_Atomic bool running;         /* the command is running: signals go to it */
+	_Atomic bool forwarded;       /* one signal was passed on; the next ends the VM */
+	_Atomic int signo;
+	int sig_fd;                   /* eventfd: the agent thread sends `signo` */
 	int stdin_fd;
 	struct exec_result res;
 	uint64_t ready_ns;
@@ -115,6 +124,7 @@ static bool copy_files(struct agent_client *c, const struct run_file *files, int
 static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int stdin_fd)
 {
 	memset(spec, 0, sizeof(*spec));
+	spec->signal_fd = -1;
 	spec->argv = o->argv;
 	spec->argc = o->argc;
 	spec->env = (char **)o->env;
@@ -123,6 +133,18 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 	spec->stdin_fd = stdin_fd;
 	spec->json = o->json;
 	spec->timeout_ms = o->timeout_s * 1000;
+	spec->pty = o->tty;
+	spec->rows = 24;
+	spec->cols = 80;
+	if (o->tty) {
+		struct winsize ws;
+
+		/* The guest's terminal takes the size of ours, when we have one. */
+		if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+			spec->rows = ws.ws_row;
+			spec->cols = ws.ws_col;
+		}
+	}
 	/* The agent enforces the timeout; this only bounds a hung agent. */
 	if (o->timeout_s)
 		spec->deadline_ns = clock_now_ns() + (o->timeout_s + 10ULL) * 1000000000ULL;
@@ -162,7 +184,11 @@ static void *run_agent_thread(void *arg)
 	memset(&ctx->res, 0, sizeof(ctx->res));
 	if (copy_files(&ctx->client, ctx->o->puts, ctx->o->nput, true, &ctx->res)) {
 		spec_from_opts(&spec, ctx->o, ctx->stdin_fd);
+		spec.signal_fd = ctx->sig_fd;
+		spec.signal_no = &ctx->signo;
+		atomic_store(&ctx->running, true);
 		session_exec(&ctx->client, &spec, &ctx->res);
+		atomic_store(&ctx->running, false);
 		if (ctx->res.ended_ns && ctx->o->nget) {
 			struct exec_result got = ctx->res;
 
@@ -177,6 +203,23 @@ static void *run_agent_thread(void *arg)
 	/* Nothing in the VM is worth keeping: end it now, no guest shutdown. */
 	vm_stop(ctx->vm, 0, "command finished");
 	return NULL;
+}
+
+/* vm_run's signal hook: the first SIGINT/SIGTERM/SIGHUP while the command
+ * runs goes to the command (as `docker run` does), so it can clean up and
+ * its own exit status comes back; a second one ends the VM. */
+static bool run_signal_hook(void *opaque, int signo)
+{
+	struct run_ctx *ctx = opaque;
+	uint64_t one = 1;
+
+	if (!atomic_load(&ctx->running) || atomic_exchange(&ctx->forwarded, true))
+		return false;
+	atomic_store(&ctx->signo, signo);
+	if (write(ctx->sig_fd, &one, sizeof(one)) < 0)
+		return false;
+	log_warn("passing %s to the command (again to stop the VM)", strsignal(signo));
+	return true;
 }
 
 static int open_stdin(const struct run_opts *o)
@@ -280,6 +323,12 @@ static int run_main(struct run_ctx *ctx, int argc, char **argv, uint64_t start_n
 	ctx->vm = &vm;
 	ctx->client.fd = -1;
 	atomic_store(&ctx->client_fd, -1);
+	ctx->sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->sig_fd < 0) {
+		fprintf(stderr, "mayfly: cannot create an eventfd: %s\n", strerror(errno));
+		rmdir(dir);
+		return RUN_EXIT_MAYFLY;
+	}
 	code = run_config(&cfg, &o, sock, rootfs, sizeof(rootfs));
 	if (!code) {
 		ctx->stdin_fd = open_stdin(&o);
@@ -310,6 +359,8 @@ static int run_main(struct run_ctx *ctx, int argc, char **argv, uint64_t start_n
 		rmdir(dir);
 		return RUN_EXIT_MAYFLY;
 	}
+	vm.signal_hook = run_signal_hook;
+	vm.signal_hook_opaque = ctx;
 	code = vm_run(&vm);
 	atomic_store(&ctx->vm_ended, true);
 	{
@@ -349,7 +400,10 @@ int cmd_run(int argc, char **argv, uint64_t start_ns)
 		fprintf(stderr, "mayfly: out of memory\n");
 		return RUN_EXIT_MAYFLY;
 	}
+	ctx->sig_fd = -1;
 	code = run_main(ctx, argc, argv, start_ns);
+	if (ctx->sig_fd >= 0)
+		close(ctx->sig_fd);
 	free(ctx);
 	return code;
 }

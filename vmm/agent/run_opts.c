@@ -60,6 +60,7 @@ static const struct {
 	{ "timeout", M_RUN | M_EXEC, true }, { "env", M_RUN | M_EXEC, true },
 	{ "cwd", M_RUN | M_EXEC, true },     { "stdin", M_RUN | M_EXEC, true },
 	{ "put", M_RUN, true },    { "get", M_RUN, true },    { "json", M_RUN | M_EXEC, false },
+	{ "tty", M_RUN | M_EXEC, false },
 	{ "verbose", M_RUN | M_EXEC | M_CP, false }, { "help", M_RUN | M_EXEC | M_CP, false },
 };
 
@@ -81,6 +82,8 @@ static int apply(struct run_opts *o, const char *name, char *val, char *err, siz
 		o->stdin_path = val;
 	else if (!strcmp(name, "json"))
 		o->json = true;
+	else if (!strcmp(name, "tty"))
+		o->tty = true;
 	else if (!strcmp(name, "verbose"))
 		o->verbose++;
 	else if (!strcmp(name, "mem")) {

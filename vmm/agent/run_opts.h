@@ -32,6 +32,7 @@ struct run_opts {
 	struct run_file puts[RUN_MAX_FILES], gets[RUN_MAX_FILES];
 	int nput, nget;
 	bool json;
+	bool tty;                  /* run CMD on a pseudo-terminal in the guest */
 	char **argv;               /* the command and its arguments (NULL-terminated) */
 	int argc;
 };

@@ -172,8 +172,9 @@ static void flush_carry(struct out_stream *st, bool json)
 static int send_exec(struct agent_client *c, uint32_t id, const struct exec_spec *spec)
 {
 	struct proto_exec e = {
-		.flags = spec->stdin_fd >= 0 ? PROTO_EXEC_STDIN : 0,
+		.flags = (spec->stdin_fd >= 0 ? PROTO_EXEC_STDIN : 0) | (spec->pty ? PROTO_EXEC_PTY : 0),
 		.timeout_ms = spec->timeout_ms,
+		.rows = spec->rows, .cols = spec->cols,
 		.argc = (uint32_t)spec->argc, .envc = (uint32_t)spec->nenv,
 		.argv = spec->argv, .envp = spec->env,
 	};
@@ -200,6 +201,21 @@ static int forward_stdin(struct agent_client *c, uint32_t id, int *fd)
 		*fd = -1;
 	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_STDIN, id);
 	proto_put_bytes(&w, buf, n > 0 ? (uint32_t)n : 0);
+	len = proto_end(&w);
+	return len < 0 ? len : agent_client_send(c, (size_t)len);
+}
+
+/* The signal source fired: send its signal to the command's process group. */
+static int forward_signal(struct agent_client *c, uint32_t id, const struct exec_spec *spec)
+{
+	struct proto_writer w;
+	uint64_t n;
+	int len;
+
+	if (read(spec->signal_fd, &n, sizeof(n)) < 0)
+		return 0;
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_SIGNAL, id);
+	proto_put_u32(&w, (uint32_t)atomic_load(spec->signal_no));
 	len = proto_end(&w);
 	return len < 0 ? len : agent_client_send(c, (size_t)len);
 }
@@ -248,6 +264,10 @@ static int on_frame(const struct proto_frame *f, const struct exec_spec *spec,
 		return 0;
 	}
 	case PROTO_ERROR:
+		/* Once started, an ERROR answers something else we sent (a
+		 * signal racing the exit): the EXIT still comes. */
+		if (res->started_ns)
+			return 0;
 		proto_get_u32(&rd, &u);
 		proto_get_str(&rd, msg, sizeof(msg));
 		fail(res, u == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_AGENT, "cannot run '%s': %s",
@@ -297,7 +317,8 @@ void session_exec(struct agent_client *c, const struct exec_spec *spec, struct e
 		return;
 	}
 	for (;;) {
-		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
+		struct pollfd p[3] = { { .fd = c->fd, .events = POLLIN },
+				       { .fd = spec->signal_fd, .events = POLLIN },
 				       { .fd = in_fd, .events = POLLIN } };
 		struct proto_frame f;
 
@@ -325,11 +346,17 @@ void session_exec(struct agent_client *c, const struct exec_spec *spec, struct e
 			}
 			wait_ms = (int)((spec->deadline_ns - now) / 1000000 + 1);
 		}
-		if (poll(p, in_fd >= 0 ? 2 : 1, wait_ms) < 0 && errno != EINTR) {
+		/* A negative fd is skipped by poll: no stdin, no signal source. */
+		p[2].fd = in_fd;
+		if (poll(p, 3, wait_ms) < 0 && errno != EINTR) {
 			fail(res, RUN_EXIT_MAYFLY, "poll: %s", strerror(errno));
 			break;
 		}
-		if (in_fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		if ((p[1].revents & POLLIN) && forward_signal(c, id, spec)) {
+			fail(res, RUN_EXIT_AGENT, "cannot pass the signal to the guest agent");
+			break;
+		}
+		if (in_fd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    forward_stdin(c, id, &in_fd)) {
 			fail(res, RUN_EXIT_AGENT, "cannot send stdin to the guest agent");
 			break;

@@ -2,6 +2,7 @@
 #ifndef MAYFLY_AGENT_SESSION_H
 #define MAYFLY_AGENT_SESSION_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,7 +25,11 @@ struct exec_spec {
 	int stdin_fd;              /* -1: the command's stdin is /dev/null */
 	uint32_t timeout_ms;       /* 0: none */
 	bool json;                 /* JSON lines on stdout instead of raw streams */
+	bool pty;                  /* a pseudo-terminal in the guest: one merged stream */
+	uint16_t rows, cols;       /* its size */
 	uint64_t deadline_ns;      /* give up waiting for the agent (CLOCK_MONOTONIC); 0: never */
+	int signal_fd;             /* -1, or an eventfd: when readable, send *signal_no to CMD */
+	_Atomic int *signal_no;
 };
 
 struct exec_result {
