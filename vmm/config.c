@@ -1,5 +1,6 @@
 /* config.c - table-driven parser for `mayfly boot` flags, with strict number checks. */
 #include "config.h"
+#include "base64.h"
 #include "x86/layout.h"
 
 #include <errno.h>
@@ -155,26 +156,11 @@ static int append(char *dst, size_t *len, const char *src)
  * quotes for the kernel's parser to split on. */
 static int append_base64(char *dst, size_t *len, const char *src)
 {
-	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t n = strlen(src);
 
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)(uint8_t)src[i] << 16;
-		char quad[5];
-
-		if (i + 1 < n)
-			v |= (uint32_t)(uint8_t)src[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (uint8_t)src[i + 2];
-		quad[0] = alphabet[(v >> 18) & 63];
-		quad[1] = alphabet[(v >> 12) & 63];
-		quad[2] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-		quad[3] = i + 2 < n ? alphabet[v & 63] : '=';
-		quad[4] = '\0';
-		if (append(dst, len, quad))
-			return -E2BIG;
-	}
+	if (BASE64_LEN(n) >= CONFIG_CMDLINE_MAX - *len)
+		return -E2BIG;
+	*len += base64_encode((const uint8_t *)src, n, dst + *len);
 	return 0;
 }
 
@@ -381,28 +367,21 @@ static const char *guest_dir_candidates(int i)
 
 enum config_result config_resolve_defaults(struct vm_config *cfg, char *err, size_t errlen)
 {
+	const char *slash;
+
 	if (cfg->kernel_path)
 		return CONFIG_OK;
-	for (int i = 0; i < 3; i++) {
-		const char *dir = guest_dir_candidates(i);
-
-		/* An explicit MAYFLY_GUEST_DIR is the only place looked at. */
-		if (i > 0 && getenv("MAYFLY_GUEST_DIR") && *getenv("MAYFLY_GUEST_DIR"))
-			break;
-		if (!dir || !*dir)
-			continue;
-		snprintf(cfg->default_kernel, sizeof(cfg->default_kernel), "%s/vmlinux", dir);
-		snprintf(cfg->default_initrd, sizeof(cfg->default_initrd), "%s/initramfs.cpio.gz", dir);
-		if (access(cfg->default_kernel, R_OK) == 0) {
-			cfg->kernel_path = cfg->default_kernel;
-			if (!cfg->initrd_path && !cfg->rootfs &&
-			    access(cfg->default_initrd, R_OK) == 0)
-				cfg->initrd_path = cfg->default_initrd;
-			return CONFIG_OK;
-		}
-	}
-	return fail(err, errlen, "no --kernel given and no default guest kernel found "
-		    "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+	if (config_default_guest_file("vmlinux", cfg->default_kernel, sizeof(cfg->default_kernel)))
+		return fail(err, errlen, "no --kernel given and no default guest kernel found "
+			    "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+	cfg->kernel_path = cfg->default_kernel;
+	/* The initramfs of the same guest: beside the kernel found. */
+	slash = strrchr(cfg->default_kernel, '/');
+	snprintf(cfg->default_initrd, sizeof(cfg->default_initrd), "%.*s/initramfs.cpio.gz",
+		 (int)(slash - cfg->default_kernel), cfg->default_kernel);
+	if (!cfg->initrd_path && !cfg->rootfs && access(cfg->default_initrd, R_OK) == 0)
+		cfg->initrd_path = cfg->default_initrd;
+	return CONFIG_OK;
 }
 
 int config_default_guest_file(const char *name, char *out, size_t len)

@@ -156,7 +156,6 @@ static int vm_open_disks(struct vm *vm)
 		char name[8];
 		int rc;
 
-		vm->blks[i].disk.fd = -1;
 		rc = dc->cow ? disk_open_cow(&disk, dc->path, &why) :
 			       disk_open_raw(&disk, dc->path, dc->read_only, &why);
 		if (rc) {

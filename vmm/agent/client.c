@@ -62,15 +62,8 @@ static int write_all(int fd, const void *buf, size_t len)
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			if (errno == EAGAIN) {
-				struct pollfd pf = { .fd = fd, .events = POLLOUT };
-
-				poll(&pf, 1, 1000);
-				continue;
-			}
-			return -errno;
-		}
+		if (w < 0)
+			return -errno;   /* a blocking socket: no EAGAIN */
 		p += w;
 		len -= (size_t)w;
 	}

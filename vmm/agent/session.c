@@ -1,5 +1,6 @@
 /* session.c - one command through the guest agent: EXEC, stdin forwarding, streamed output, the exit status. */
 #include "agent/session.h"
+#include "base64.h"
 #include "clock.h"
 #include "log.h"
 
@@ -96,22 +97,11 @@ static size_t utf8_prefix(const uint8_t *s, size_t len, bool *bad)
 
 static void emit_base64(const char *stream, const uint8_t *s, size_t len)
 {
-	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc(len / 3 * 4 + 8);
-	size_t o = 0;
+	char *out = malloc(BASE64_LEN(len) + 1);
 
 	if (!out)
 		return;
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < len ? (uint32_t)s[i + 1] << 8 : 0) |
-			     (i + 2 < len ? s[i + 2] : 0);
-
-		out[o++] = b64[v >> 18 & 63];
-		out[o++] = b64[v >> 12 & 63];
-		out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < len ? b64[v & 63] : '=';
-	}
-	out[o] = '\0';
+	base64_encode(s, len, out);
 	printf("{\"event\":\"%s\",\"data_b64\":\"%s\"}\n", stream, out);
 	fflush(stdout);
 	free(out);
