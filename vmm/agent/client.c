@@ -58,7 +58,9 @@ static int write_all(int fd, const void *buf, size_t len)
 	const uint8_t *p = buf;
 
 	while (len) {
-		ssize_t w = write(fd, p, len);
+		/* MSG_NOSIGNAL: a VMM or agent that hung up is an error here, never
+		 * a SIGPIPE; mayfly run's thread writes before vm_run ignores it. */
+		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
