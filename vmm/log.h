@@ -2,6 +2,8 @@
 #ifndef MAYFLY_LOG_H
 #define MAYFLY_LOG_H
 
+#include <stdint.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 
 /* Set the VM id shown on every line and the most verbose level printed.
@@ -9,11 +11,31 @@ enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 void log_init(const char *vm_id, enum log_level level);
 
 /* Print "mayfly[<id>] <level>: <message>" to stderr when level is enabled.
+ * Bytes of the message that are not printable ASCII are written as \xNN, so
+ * text that came from the guest never reaches a terminal raw.
  * Thread-safe: each line is written with a single write(2). */
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 int log_enabled(enum log_level level);
+
+/* The limit on one cause of lines a guest can trigger (a bad register
+ * write, a malformed packet): the first LOG_LIMIT_BURST lines pass, then
+ * at most one per LOG_LIMIT_INTERVAL_S; the next line that passes ends
+ * with how many were suppressed. Zero-initialised is ready; keep one per
+ * cause and per device, and never reset it with the device (a guest that
+ * resets and breaks the device again in a loop stays limited). */
+#define LOG_LIMIT_BURST       5
+#define LOG_LIMIT_INTERVAL_S  10
+struct log_limit {
+	uint64_t next_ns;             /* CLOCK_MONOTONIC: when the next line may pass */
+	unsigned burst;               /* lines passed so far without waiting */
+	uint64_t suppressed;          /* since the last line that passed */
+};
+
+/* log_msg through `lim`. Thread-safe (the limits share one lock). */
+void log_limited(struct log_limit *lim, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
