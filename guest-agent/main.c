@@ -1,8 +1,10 @@
 /* main.c - mayfly-agent: command line, listening socket, signals, then the loop; SHUTDOWN's end. */
 #include "agent.h"
+#include "num.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,55 +40,65 @@ struct options {
 	int fd;
 };
 
-static int parse_uint(const char *s, unsigned max, unsigned *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > max || s[0] == '-')
-		return -EINVAL;
-	*out = (unsigned)v;
-	return 0;
-}
-
+/* One parser for the agent as for mayfly (getopt_long, num.c's numbers). */
 static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 {
-	unsigned v;
+	enum { O_PORT = 256, O_UNIX, O_FD, O_HOME, O_ALLOW_SHUTDOWN };
+	static const struct option longopts[] = {
+		{ "port", required_argument, NULL, O_PORT },
+		{ "unix", required_argument, NULL, O_UNIX },
+		{ "fd", required_argument, NULL, O_FD },
+		{ "home", required_argument, NULL, O_HOME },
+		{ "allow-shutdown", no_argument, NULL, O_ALLOW_SHUTDOWN },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t v;
+	int id;
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (strcmp(arg, "--allow-shutdown") == 0) {
+	opterr = 0;
+	while ((id = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1) {
+		switch (id) {
+		case O_ALLOW_SHUTDOWN:
 			a->allow_shutdown = true;
-		} else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+			break;
+		case 'v':
 			a->verbose = true;
-		} else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			break;
+		case 'h':
 			printf(usage, PROTO_AGENT_PORT);
 			exit(0);
-		} else if (!val) {
-			goto bad;
-		} else if (strcmp(arg, "--port") == 0 && parse_uint(val, UINT32_MAX - 1, &v) == 0) {
+		case O_PORT:
+			/* VMADDR_PORT_ANY (2^32 - 1) is not a port. */
+			if (num_parse_u64(optarg, 0, UINT32_MAX - 1, &v))
+				goto bad;
 			o->mode = LISTEN_VSOCK;
-			o->port = v;
-			i++;
-		} else if (strcmp(arg, "--unix") == 0 && val[0]) {
+			o->port = (unsigned)v;
+			break;
+		case O_UNIX:
+			if (!optarg[0])
+				goto bad;
 			o->mode = LISTEN_UNIX;
-			o->unix_path = val;
-			i++;
-		} else if (strcmp(arg, "--fd") == 0 && parse_uint(val, 65535, &v) == 0) {
+			o->unix_path = optarg;
+			break;
+		case O_FD:
+			if (num_parse_u64(optarg, 0, 65535, &v))
+				goto bad;
 			o->mode = SERVE_FD;
 			o->fd = (int)v;
-			i++;
-		} else if (strcmp(arg, "--home") == 0 && val[0]) {
-			a->home = val;
-			i++;
-		} else {
+			break;
+		case O_HOME:
+			if (!optarg[0])
+				goto bad;
+			a->home = optarg;
+			break;
+		default:
 			goto bad;
 		}
 	}
-	return 0;
+	if (optind == argc)
+		return 0;
 bad:
 	fprintf(stderr, "mayfly-agent: bad arguments\n");
 	fprintf(stderr, usage, PROTO_AGENT_PORT);

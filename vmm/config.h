@@ -1,4 +1,4 @@
-/* config.h - the command line of `mayfly boot`, parsed into a VM configuration (pure: no I/O). */
+/* config.h - struct vm_config: the one contract between a front end and the VM builder (pure data). */
 #ifndef MAYFLY_CONFIG_H
 #define MAYFLY_CONFIG_H
 
@@ -8,71 +8,60 @@
 
 #include "log.h"
 
+/* One set of limits, checked by every front end (cli.c) and by config_check. */
 #define CONFIG_DEFAULT_MEM_MIB  256
+#define CONFIG_MAX_MEM_MIB      (512ULL * 1024)   /* 512 GiB */
 #define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
 #define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
 #define CONFIG_ID_MAX           32
-#define CONFIG_CMDLINE_MAX      2048  /* = LAYOUT_CMDLINE_MAX, with the NUL */
-#define CONFIG_MAX_DISKS        8     /* virtio-blk devices: vda..vdh */
+#define CONFIG_CMDLINE_MAX      2048  /* with the NUL: Linux x86's COMMAND_LINE_SIZE */
+#define CONFIG_MAX_DISKS        8     /* virtio-blk devices vda..vdh, the rootfs included */
+#define CONFIG_PATH_MAX         4096
 #define CONFIG_VSOCK_PATH_MAX   107   /* a Unix socket path: sun_path less its NUL */
 
-/* One virtio-blk device. The rootfs is always the first (vda). */
+/* A raw disk (--disk): writes reach the file unless read-only. */
 struct disk_config {
-	const char *path;
-	bool read_only;               /* --disk PATH,ro */
-	bool cow;                     /* --rootfs: base read-only, writes private to the VM */
+	char path[CONFIG_PATH_MAX];
+	bool read_only;
 };
 
 /* Where the guest's serial console goes. */
 enum console_out { CONSOLE_OUT_STDOUT = 0, CONSOLE_OUT_STDERR, CONSOLE_OUT_DISCARD };
 
+/* Everything the builder needs to make a VM. Strings are owned ("" is
+ * unset), so a config can be copied, compared and saved whole. */
 struct vm_config {
-	const char *kernel_path;
-	const char *initrd_path;
-	const char *cmdline;          /* --cmdline, NULL: CONFIG_DEFAULT_CMDLINE */
-	const char *cmdline_append;   /* --cmdline-append */
-	const char *init_cmd;         /* --init-cmd: passed base64 as mayfly.cmd= */
-	const char *rootfs;           /* --rootfs: copy-on-write root, root=/dev/vda */
-	struct disk_config disks[CONFIG_MAX_DISKS];  /* rootfs first, then each --disk */
+	char kernel[CONFIG_PATH_MAX];
+	char initrd[CONFIG_PATH_MAX];             /* "": none */
+	char cmdline[CONFIG_CMDLINE_MAX];         /* "": CONFIG_DEFAULT_CMDLINE */
+	char cmdline_append[CONFIG_CMDLINE_MAX];  /* after the builder's own parameters */
+	char init_cmd[CONFIG_CMDLINE_MAX];        /* run by the guest's init (mayfly.cmd=) */
+	char rootfs[CONFIG_PATH_MAX];             /* "": none; else vda, copy-on-write */
+	struct disk_config disks[CONFIG_MAX_DISKS];   /* after the rootfs */
 	unsigned nr_disks;
-	char disk_paths[CONFIG_MAX_DISKS][4096];     /* --disk paths without ",ro" */
-	char full_cmdline[CONFIG_CMDLINE_MAX];      /* what the guest gets: all three joined */
-	char default_kernel[4096];    /* storage for the resolved default paths */
-	char default_initrd[4096];
 	uint64_t mem_mib;
 	unsigned cpus;
 	bool console;                 /* interactive: stdin goes to the guest's serial port */
-	enum console_out console_out; /* not a flag: mayfly run sets it */
+	enum console_out console_out;
 	enum log_level log_level;
 	char id[CONFIG_ID_MAX + 1];   /* VM id shown in every log line */
-	const char *kvm_device;
-	const char *vsock_path;       /* --vsock: virtio-vsock, host side on this Unix socket */
+	char kvm_device[CONFIG_PATH_MAX];
+	bool vsock;                   /* a virtio-vsock device, and the guest starts its agent */
+	char vsock_path[CONFIG_VSOCK_PATH_MAX + 1];   /* its Unix socket; "": in-process only */
 };
 
-enum config_result {
-	CONFIG_OK = 0,
-	CONFIG_HELP = 1,     /* --help: print usage, exit 0 */
-	CONFIG_ERROR = -1,   /* err holds a one-line reason */
-};
+/* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id. */
+void config_init(struct vm_config *cfg);
 
-/* Parse the arguments after "boot" (argv[0] is the first flag). Strings in
- * cfg point into argv. On CONFIG_ERROR, err holds one line without a
- * trailing newline. Accepts both "--flag value" and "--flag=value". */
-enum config_result config_parse(struct vm_config *cfg, int argc, char *const argv[],
-				char *err, size_t errlen);
+/* Copy src into a field of `cap` bytes. 0, or -ENAMETOOLONG (dst untouched). */
+int config_set(char *dst, size_t cap, const char *src);
+#define CONFIG_SET(field, src) config_set(field, sizeof(field), src)
 
-/* Fill in the default guest kernel and initrd when --kernel is not given:
- * $MAYFLY_GUEST_DIR when set (and then nothing else), else the source
- * tree's .cache/guest (a development build), then the installed data dir; each holds vmlinux and
- * initramfs.cpio.gz (not used with --rootfs: the root is the disk). The only
- * function here that touches the file system. */
-enum config_result config_resolve_defaults(struct vm_config *cfg, char *err, size_t errlen);
+/* 1-32 of [A-Za-z0-9._-]. */
+bool config_id_valid(const char *id);
 
-/* Find `name` (e.g. "rootfs.ext4") in the default guest directories, in
- * the order config_resolve_defaults uses. 0 with out filled, or -ENOENT. */
-int config_default_guest_file(const char *name, char *out, size_t len);
-
-/* The usage text for `mayfly boot`. */
-extern const char config_usage[];
+/* The limits above, for a config that did not come from the command line
+ * (a saved one, a service request). 0, or -EINVAL with err set to one line. */
+int config_check(const struct vm_config *cfg, char *err, size_t errlen);
 
 #endif

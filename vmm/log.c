@@ -34,12 +34,13 @@ int log_enabled(enum log_level level)
 	return level <= log_cfg.level;
 }
 
-/* Copy msg into out, each byte that is not printable ASCII as \xNN. */
-static size_t escape(char *out, size_t cap, const char *msg)
+size_t log_escape(char *out, size_t cap, const char *msg)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
 
+	if (!cap)
+		return 0;
 	for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < cap; p++) {
 		if (*p >= 0x20 && *p < 0x7f) {
 			out[o++] = (char)*p;
@@ -54,14 +55,18 @@ static size_t escape(char *out, size_t cap, const char *msg)
 	return o;
 }
 
-static void log_vmsg(enum log_level level, const char *suffix, const char *fmt, va_list ap)
+/* level < 0: a log_say line, with no VM id or level. */
+static void log_vmsg(int level, const char *suffix, const char *fmt, va_list ap)
 {
 	char msg[LOG_LINE_MAX], line[LOG_LINE_MAX + 64];
 	int n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(line, sizeof(line), "mayfly[%s] %s: ", log_cfg.vm_id, level_names[level]);
-	n += (int)escape(line + n, sizeof(line) - (size_t)n - 1, msg);
+	if (level < 0)
+		n = snprintf(line, sizeof(line), "mayfly: ");
+	else
+		n = snprintf(line, sizeof(line), "mayfly[%s] %s: ", log_cfg.vm_id, level_names[level]);
+	n += (int)log_escape(line + n, sizeof(line) - (size_t)n - 1, msg);
 	if (suffix)
 		n += snprintf(line + n, sizeof(line) - (size_t)n - 1, "%s", suffix);
 	if (n > (int)sizeof(line) - 2)
@@ -111,5 +116,14 @@ void log_limited(struct log_limit *lim, enum log_level level, const char *fmt, .
 			 (unsigned long long)suppressed);
 	va_start(ap, fmt);
 	log_vmsg(level, suppressed ? suffix : NULL, fmt, ap);
+	va_end(ap);
+}
+
+void log_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(-1, NULL, fmt, ap);
 	va_end(ap);
 }

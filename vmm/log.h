@@ -2,6 +2,7 @@
 #ifndef MAYFLY_LOG_H
 #define MAYFLY_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
@@ -36,6 +37,14 @@ struct log_limit {
 /* log_msg through `lim`. Thread-safe (the limits share one lock). */
 void log_limited(struct log_limit *lim, enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Copy in into out (cap bytes, NUL-terminated), each byte that is not
+ * printable ASCII as \xNN: for text from the guest. Returns the length. */
+size_t log_escape(char *out, size_t cap, const char *in);
+
+/* The one-line message of a command that failed, for its user: "mayfly:
+ * <message>" on stderr whatever the level, escaped as log_msg escapes. */
+void log_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)

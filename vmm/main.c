@@ -1,12 +1,14 @@
-/* main.c - mayfly's entry point: command line -> configuration -> build the VM -> run it -> exit code. */
+/* main.c - mayfly's entry point: command line -> typed request -> build the VM -> run it -> exit code. */
 #include "clock.h"
-#include "config.h"
+#include "cli.h"
 #include "exitcode.h"
+#include "guest_files.h"
 #include "log.h"
 #include "vm.h"
 #include "agent/run.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
@@ -24,38 +26,55 @@ static const char usage[] =
 	"run, exec: the command's code; 124 timeout, 125 mayfly or VM failure,\n"
 	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
 
-static int cmd_boot(int argc, char **argv, uint64_t start_ns)
+static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
-	struct vm_config cfg;
 	struct vm vm;
 	char err[256];
 	int code;
 
-	switch (config_parse(&cfg, argc, argv, err, sizeof(err))) {
-	case CONFIG_HELP:
-		fputs(config_usage, stdout);
+	switch (cli_parse(c, CLI_BOOT, argc, argv, err, sizeof(err))) {
+	case CLI_HELP:
+		cli_usage(CLI_BOOT, stdout);
 		return 0;
-	case CONFIG_ERROR:
-		fprintf(stderr, "mayfly: %s\n", err);
+	case CLI_ERROR:
+		log_say("%s", err);
 		return EXIT_USAGE;
-	case CONFIG_OK:
+	case CLI_OK:
 		break;
 	}
-	if (config_resolve_defaults(&cfg, err, sizeof(err)) != CONFIG_OK) {
-		fprintf(stderr, "mayfly: %s\n", err);
+	if (guest_files_resolve(&c->vm, err, sizeof(err))) {
+		log_say("%s", err);
 		return EXIT_BAD_IMAGE;
 	}
-	log_init(cfg.id, cfg.log_level);
-	code = vm_build(&vm, &cfg, start_ns);
+	log_init(c->vm.id, c->vm.log_level);
+	code = vm_build(&vm, &c->vm, start_ns);
 	if (code == 0)
 		code = vm_run(&vm);
 	vm_destroy(&vm);
 	return code;
 }
 
+static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
+{
+	const char *cmd = argv[1];
+
+	if (!strcmp(cmd, "boot"))
+		return cmd_boot(c, argc - 1, argv + 1, start_ns);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(c, argc - 1, argv + 1, start_ns);
+	if (!strcmp(cmd, "exec"))
+		return cmd_exec(c, argc - 1, argv + 1);
+	if (!strcmp(cmd, "cp"))
+		return cmd_cp(c, argc - 1, argv + 1);
+	log_say("unknown command '%s' (try mayfly --help)", cmd);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t start_ns = clock_now_ns();
+	struct cli *c;
+	int code;
 
 	if (argc < 2) {
 		fputs("mayfly: missing command (try mayfly --help)\n", stderr);
@@ -65,14 +84,12 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "boot"))
-		return cmd_boot(argc - 2, argv + 2, start_ns);
-	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 2, argv + 2, start_ns);
-	if (!strcmp(argv[1], "exec"))
-		return cmd_exec(argc - 2, argv + 2);
-	if (!strcmp(argv[1], "cp"))
-		return cmd_cp(argc - 2, argv + 2);
-	fprintf(stderr, "mayfly: unknown command '%s' (try mayfly --help)\n", argv[1]);
-	return EXIT_USAGE;
+	c = malloc(sizeof(*c));   /* large: every path of a VM config */
+	if (!c) {
+		log_say("out of memory");
+		return EXIT_INTERNAL;
+	}
+	code = dispatch(c, argc, argv, start_ns);
+	free(c);
+	return code;
 }

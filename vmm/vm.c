@@ -6,6 +6,12 @@
 #include "x86/boot.h"
 #include "x86/cpu.h"
 #include "x86/layout.h"
+#include "cmdline.h"
+
+_Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
+_Static_assert(CONFIG_CMDLINE_MAX == LAYOUT_CMDLINE_MAX, "one command-line limit");
+_Static_assert(VM_MAX_VIRTIO <= LAYOUT_VIRTIO_MAX_DEVICES, "a window and a line per device");
+_Static_assert(CONFIG_MAX_DISKS + 1 <= VM_MAX_VIRTIO, "every disk and vsock get a slot");
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,38 +95,81 @@ err_fd:
 	return EXIT_BAD_IMAGE;
 }
 
-/* Load kernel, initrd and boot structures into guest RAM. Needs no KVM, so
- * bad files are reported the same way on any host. */
+/* Load the kernel and initrd into guest RAM. Needs no KVM, so bad files
+ * are reported the same way on any host. */
 static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 {
 	const struct vm_config *cfg = vm->cfg;
-	uint64_t initrd_gpa = 0;
-	size_t size = 0, initrd_size = 0;
+	size_t size = 0;
 	uint8_t *data = NULL;
 	const char *why = "";
 	int rc;
 
-	rc = read_image("kernel", cfg->kernel_path, &data, &size);
+	rc = read_image("kernel", cfg->kernel, &data, &size);
 	if (rc)
 		return rc;
 	rc = boot_load_kernel(&vm->mem, data, size, kernel, &why);
 	free(data);
 	if (rc) {
-		log_error("kernel '%s': %s", cfg->kernel_path, why);
+		log_error("kernel '%s': %s", cfg->kernel, why);
 		return EXIT_BAD_IMAGE;
 	}
-	if (cfg->initrd_path) {
-		rc = read_image("initrd", cfg->initrd_path, &data, &initrd_size);
+	if (cfg->initrd[0]) {
+		rc = read_image("initrd", cfg->initrd, &data, &vm->initrd_size);
 		if (rc)
 			return rc;
-		rc = boot_load_initrd(&vm->mem, kernel, data, initrd_size, &initrd_gpa, &why);
+		rc = boot_load_initrd(&vm->mem, kernel, data, vm->initrd_size, &vm->initrd_gpa, &why);
 		free(data);
 		if (rc) {
-			log_error("initrd '%s': %s", cfg->initrd_path, why);
+			log_error("initrd '%s': %s", cfg->initrd, why);
 			return EXIT_BAD_IMAGE;
 		}
 	}
-	rc = boot_write_params(&vm->mem, kernel, cfg->full_cmdline, initrd_gpa, initrd_size, &why);
+	log_debug("kernel loaded: format %d, entry 0x%llx, [0x%llx, 0x%llx)", kernel->format,
+		  (unsigned long long)kernel->entry, (unsigned long long)kernel->load_start,
+		  (unsigned long long)kernel->load_end);
+	return 0;
+}
+
+/* The guest's command line: the base, then each virtio-mmio device in slot
+ * order (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES: no ACPI or device tree
+ * needed), the agent and root, then the user's additions, so their root=
+ * or device options win. */
+static int vm_compose_cmdline(struct vm *vm, struct cmdline *cl)
+{
+	const struct vm_config *cfg = vm->cfg;
+
+	cmdline_init(cl, cfg->cmdline);
+	for (unsigned i = 0; i < vm->nr_virtio; i++)
+		cmdline_add(cl, "virtio_mmio.device=4K@0x%llx:%u",
+			    (unsigned long long)LAYOUT_VIRTIO_ADDR(i), LAYOUT_VIRTIO_IRQ(i));
+	/* With vsock, the guest's init starts its agent (guest-agent/). */
+	if (vm->vsock)
+		cmdline_add(cl, "mayfly.agent=1");
+	if (cfg->rootfs[0])
+		cmdline_add(cl, "root=/dev/vda rw");
+	if (cfg->cmdline_append[0])
+		cmdline_add(cl, "%s", cfg->cmdline_append);
+	if (cfg->init_cmd[0])
+		cmdline_add_base64(cl, "mayfly.cmd", cfg->init_cmd);
+	if (cl->too_long) {
+		log_error("the kernel command line is longer than %d bytes", CONFIG_CMDLINE_MAX - 1);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The boot structures: zero page or PVH start info with the command line,
+ * page tables, MP table. */
+static int vm_write_boot_params(struct vm *vm, const struct kernel_image *kernel)
+{
+	struct cmdline cl;
+	const char *why = "";
+	int rc = vm_compose_cmdline(vm, &cl);
+
+	if (rc)
+		return rc;
+	rc = boot_write_params(&vm->mem, kernel, cl.buf, vm->initrd_gpa, vm->initrd_size, &why);
 	/* PVH enters with paging off: it needs the GDT but no page tables. */
 	if (!rc && regs_write_boot_tables(&vm->mem, kernel->format != KERNEL_PVH))
 		rc = -EFAULT, why = "guest RAM too small for the boot page tables";
@@ -130,66 +179,86 @@ static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 		log_error("boot setup: %s", why);
 		return EXIT_USAGE;
 	}
-	log_debug("kernel loaded: format %d, entry 0x%llx, [0x%llx, 0x%llx)", kernel->format,
-		  (unsigned long long)kernel->entry, (unsigned long long)kernel->load_start,
-		  (unsigned long long)kernel->load_end);
+	log_debug("kernel command line: %s", cl.buf);
 	return 0;
 }
 
-/* Open every disk and wrap it in a virtio-blk device. Like the kernel and
- * initrd, a bad image is reported before KVM is touched. */
+/* Give a virtio-mmio device the next slot: its window, its interrupt line
+ * and its place on the command line all follow from the index. */
+static int vm_add_virtio(struct vm *vm, struct virtio_mmio *m)
+{
+	if (vm->nr_virtio >= VM_MAX_VIRTIO) {
+		log_error("more than %d virtio devices", VM_MAX_VIRTIO);
+		return EXIT_USAGE;
+	}
+	vm->virtio[vm->nr_virtio++] = m;
+	return 0;
+}
+
+/* Open one disk image and wrap it in the next virtio-blk device. */
+static int vm_open_disk(struct vm *vm, const char *path, bool cow, bool read_only)
+{
+	struct virtio_blk *blk = &vm->blks[vm->nr_blks];
+	struct disk disk = { .fd = -1 };
+	const char *why = "";
+	char name[8];
+	int rc;
+
+	rc = cow ? disk_open_cow(&disk, path, &why) : disk_open_raw(&disk, path, read_only, &why);
+	if (rc) {
+		bool say_errno = rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -EIO;
+
+		log_error("%s '%s': %s%s%s", cow ? "rootfs" : "disk", path, why,
+			  say_errno ? ": " : "", say_errno ? strerror(-rc) : "");
+		return EXIT_BAD_IMAGE;
+	}
+	snprintf(name, sizeof(name), "vd%c", 'a' + vm->nr_blks);
+	rc = virtio_blk_init(blk, &disk, &vm->mem, name);
+	if (rc) {
+		disk_close(&disk);
+		log_error("cannot set up virtio-blk %s: %s", name, strerror(-rc));
+		return EXIT_INTERNAL;
+	}
+	vm->nr_blks++;
+	log_info("%s: %s '%s', %llu MiB%s", name,
+		 cow ? "copy-on-write root" : read_only ? "read-only disk" : "disk", path,
+		 (unsigned long long)(blk->disk.size >> 20),
+		 cow ? " (writes stay in this VM's memory)" : "");
+	return vm_add_virtio(vm, &blk->mmio);
+}
+
+/* The rootfs (vda), then each --disk. Like the kernel and initrd, a bad
+ * image is reported before KVM is touched. */
 static int vm_open_disks(struct vm *vm)
 {
 	const struct vm_config *cfg = vm->cfg;
+	unsigned total = cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0);
+	int rc = 0;
 
-	if (!cfg->nr_disks)
+	if (!total)
 		return 0;
-	vm->blks = calloc(cfg->nr_disks, sizeof(*vm->blks));
+	vm->blks = calloc(total, sizeof(*vm->blks));
 	if (!vm->blks) {
-		log_error("out of memory for %u disks", cfg->nr_disks);
+		log_error("out of memory for %u disks", total);
 		return EXIT_INTERNAL;
 	}
-	for (unsigned i = 0; i < cfg->nr_disks; i++) {
-		const struct disk_config *dc = &cfg->disks[i];
-		struct disk disk = { .fd = -1 };
-		const char *why = "";
-		char name[8];
-		int rc;
-
-		rc = dc->cow ? disk_open_cow(&disk, dc->path, &why) :
-			       disk_open_raw(&disk, dc->path, dc->read_only, &why);
-		if (rc) {
-			bool say_errno = rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -EIO;
-
-			log_error("%s '%s': %s%s%s", dc->cow ? "rootfs" : "disk", dc->path, why,
-				  say_errno ? ": " : "", say_errno ? strerror(-rc) : "");
-			return EXIT_BAD_IMAGE;
-		}
-		snprintf(name, sizeof(name), "vd%c", 'a' + i);
-		rc = virtio_blk_init(&vm->blks[i], &disk, &vm->mem, name);
-		if (rc) {
-			disk_close(&disk);
-			log_error("cannot set up virtio-blk %s: %s", name, strerror(-rc));
-			return EXIT_INTERNAL;
-		}
-		vm->nr_blks++;
-		log_info("%s: %s '%s', %llu MiB%s", name,
-			 dc->cow ? "copy-on-write root" : dc->read_only ? "read-only disk" : "disk",
-			 dc->path, (unsigned long long)(vm->blks[i].disk.size >> 20),
-			 dc->cow ? " (writes stay in this VM's memory)" : "");
-	}
-	return 0;
+	if (cfg->rootfs[0])
+		rc = vm_open_disk(vm, cfg->rootfs, true, false);
+	for (unsigned i = 0; !rc && i < cfg->nr_disks; i++)
+		rc = vm_open_disk(vm, cfg->disks[i].path, false, cfg->disks[i].read_only);
+	return rc;
 }
 
-/* The virtio-vsock device when --vsock asks for one. It listens on its
- * Unix socket from here on; clients wait in the backlog until the I/O
- * thread runs. A path that is taken is the user's mistake. */
+/* The virtio-vsock device when the config asks for one. With a path it
+ * listens on that Unix socket from here on (clients wait in the backlog
+ * until the I/O thread runs; a path that is taken is the user's mistake);
+ * without one, only this process connects (vm_connect_vsock). */
 static int vm_open_vsock(struct vm *vm)
 {
-	const char *path = vm->cfg->vsock_path, *why = "";
+	const char *path = vm->cfg->vsock_path[0] ? vm->cfg->vsock_path : NULL, *why = "";
 	int rc;
 
-	if (!path)
+	if (!vm->cfg->vsock)
 		return 0;
 	vm->vsock = calloc(1, sizeof(*vm->vsock));
 	if (!vm->vsock) {
@@ -198,14 +267,15 @@ static int vm_open_vsock(struct vm *vm)
 	}
 	rc = virtio_vsock_init(vm->vsock, path, VSOCK_GUEST_CID, &vm->mem, &vm->io, &why);
 	if (rc) {
-		log_error("vsock '%s': %s: %s", path, why, strerror(-rc));
+		log_error("vsock '%s': %s: %s", path ? path : "(in-process)", why, strerror(-rc));
 		free(vm->vsock);
 		vm->vsock = NULL;
 		return rc == -EEXIST || rc == -EADDRINUSE || rc == -ENAMETOOLONG || rc == -EACCES ||
 		       rc == -ENOENT ? EXIT_USAGE : EXIT_INTERNAL;
 	}
-	log_info("vsock: guest CID %u, host socket '%s'", VSOCK_GUEST_CID, path);
-	return 0;
+	log_info("vsock: guest CID %u, host socket %s%s%s", VSOCK_GUEST_CID, path ? "'" : "",
+		 path ? path : "in this process only", path ? "'" : "");
+	return vm_add_virtio(vm, &vm->vsock->mmio);
 }
 
 /* Put a virtio-mmio device on the bus: its registers, its kicks as
@@ -254,20 +324,12 @@ static int vm_add_devices(struct vm *vm)
 		log_error("cannot register the legacy devices on the bus");
 		return EXIT_INTERNAL;
 	}
-	for (unsigned i = 0; i < vm->nr_blks; i++) {
-		int rc = vm_attach_virtio(vm, &vm->blks[i].mmio, i);
+	for (unsigned i = 0; i < vm->nr_virtio; i++) {
+		int rc = vm_attach_virtio(vm, vm->virtio[i], i);
 
 		if (rc) {
-			log_error("cannot attach virtio-blk %s: %s", vm->blks[i].mmio.name,
-				  strerror(-rc));
-			return EXIT_INTERNAL;
-		}
-	}
-	if (vm->vsock) {
-		int rc = vm_attach_virtio(vm, &vm->vsock->mmio, vm->nr_blks);
-
-		if (rc) {
-			log_error("cannot attach virtio-vsock: %s", strerror(-rc));
+			log_error("cannot attach virtio-%s %s: %s", vm->virtio[i]->ops->name,
+				  vm->virtio[i]->name, strerror(-rc));
 			return EXIT_INTERNAL;
 		}
 	}
@@ -370,6 +432,8 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 	if (!rc)
 		rc = vm_open_vsock(vm);
 	if (!rc)
+		rc = vm_write_boot_params(vm, &kernel);
+	if (!rc)
 		rc = vm_open_kvm(vm);
 	vm_log_phase(vm, "kvm vm created");
 	if (!rc)
@@ -382,6 +446,22 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 			 (unsigned long long)cfg->mem_mib,
 			 (unsigned long long)(clock_now_ns() - start_ns) / 1000);
 	return rc;
+}
+
+void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), void *opaque)
+{
+	vm->signal_hook = hook;
+	vm->signal_hook_opaque = opaque;
+}
+
+uint64_t vm_guest_init_us(const struct vm *vm)
+{
+	return boot_timer_elapsed_us(&vm->boot_timer);
+}
+
+int vm_connect_vsock(struct vm *vm)
+{
+	return vm->vsock ? virtio_vsock_connect_local(vm->vsock) : -ENODEV;
 }
 
 /* The main thread takes SIGINT/SIGTERM/SIGHUP through a signalfd, so no

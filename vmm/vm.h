@@ -22,7 +22,8 @@
 
 struct vm;
 
-#define VCPU_EXIT_REASONS 64   /* KVM exit reasons are small numbers */
+#define VCPU_EXIT_REASONS 64
+#define VM_MAX_VIRTIO     10   /* virtio-mmio slots: a window and an interrupt line each */   /* KVM exit reasons are small numbers */
 
 struct vcpu {
 	struct vm *vm;
@@ -60,7 +61,11 @@ struct vm {
 	struct event_loop io;            /* the I/O thread: virtio queue work */
 	struct virtio_blk *blks;         /* one per cfg->disks entry, vda first */
 	unsigned nr_blks;
-	struct virtio_vsock *vsock;      /* --vsock: the next slot after the disks; or NULL */
+	struct virtio_vsock *vsock;      /* or NULL */
+	struct virtio_mmio *virtio[VM_MAX_VIRTIO];   /* by slot: blks then vsock */
+	unsigned nr_virtio;
+	uint64_t initrd_gpa;             /* where the initrd was loaded, 0: none */
+	size_t initrd_size;
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 
@@ -69,11 +74,24 @@ struct vm {
 	char exit_reason[160];
 	int stop_fd;                     /* eventfd the main thread waits on */
 
-	/* Set after vm_build: called on the main thread for SIGINT, SIGTERM or
-	 * SIGHUP; returning true means "handled, keep the VM running". */
+	/* See vm_set_signal_hook. */
 	bool (*signal_hook)(void *opaque, int signo);
 	void *signal_hook_opaque;
 };
+
+/* Called on the main thread for SIGINT, SIGTERM or SIGHUP while vm_run
+ * runs; returning true means "handled, keep the VM running". Set after
+ * vm_build, before vm_run. */
+void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), void *opaque);
+
+/* Microseconds from process start to the guest's init writing the boot
+ * timer, 0 while it has not. Any thread. */
+uint64_t vm_guest_init_us(const struct vm *vm);
+
+/* A new host connection to the guest's vsock device, without the file
+ * system (as if a client had connected to the --vsock socket: it sends
+ * "CONNECT <port>\n" first). Any thread. fd, or -ENODEV without vsock. */
+int vm_connect_vsock(struct vm *vm);
 
 /* Build the VM from cfg in one linear recipe: memory, kernel and initrd,
  * KVM, devices, boot structures, vCPUs. Returns 0, or an exit code from

@@ -36,18 +36,18 @@ expect() {
 	fi
 }
 
-echo "1..33"
+echo "1..38"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
 expect "flag without value" 2 "needs a value" -- "$mayfly" boot --kernel
 expect "no kernel and no default guest" 3 "no default guest kernel" -- env MAYFLY_GUEST_DIR=/nonexistent "$mayfly" boot
-expect "--mem 0" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 0
-expect "absurd --mem" 2 "--mem must be between" -- "$mayfly" boot --kernel "$good_kernel" --mem 99999999999
-expect "overflowing --mem" 2 "bad number" -- "$mayfly" boot --kernel "$good_kernel" --mem 123456789012345678901234567890
-expect "non-numeric --mem" 2 "bad number 'lots'" -- "$mayfly" boot --kernel "$good_kernel" --mem lots
-expect "--cpus 0" 2 "--cpus must be between" -- "$mayfly" boot --kernel "$good_kernel" --cpus 0
-expect "absurd --cpus" 2 "--cpus must be between" -- "$mayfly" boot --kernel "$good_kernel" --cpus 100000
+expect "--mem 0" 2 "bad --mem '0': must be from 1 to 524288" -- "$mayfly" boot --kernel "$good_kernel" --mem 0
+expect "absurd --mem" 2 "must be from 1 to 524288" -- "$mayfly" boot --kernel "$good_kernel" --mem 99999999999
+expect "overflowing --mem" 2 "must be from 1 to 524288" -- "$mayfly" boot --kernel "$good_kernel" --mem 123456789012345678901234567890
+expect "non-numeric --mem" 2 "bad --mem 'lots': not a whole number" -- "$mayfly" boot --kernel "$good_kernel" --mem lots
+expect "--cpus 0" 2 "bad --cpus '0'" -- "$mayfly" boot --kernel "$good_kernel" --cpus 0
+expect "absurd --cpus" 2 "must be from 1 to 254" -- "$mayfly" boot --kernel "$good_kernel" --cpus 100000
 expect "missing kernel file" 3 "cannot open kernel" -- "$mayfly" boot --kernel "$tmp/nope"
 expect "empty kernel" 3 "is empty" -- "$mayfly" boot --kernel "$tmp/empty"
 expect "kernel is a directory" 3 "not a regular file" -- "$mayfly" boot --kernel "$tmp/dir"
@@ -61,7 +61,9 @@ expect "missing rootfs image" 3 "rootfs '$tmp/nope'" -- "$mayfly" boot --kernel 
 expect "empty disk image" 3 "image is empty" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/empty"
 expect "disk size not a multiple of 512" 3 "multiple of 512" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/zeros"
 expect "disk is a directory" 3 "not a regular file" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/dir,ro"
-expect "bad --disk option" 2 "bad --disk" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/x,rx"
+expect "bad --disk option" 2 "bad --disk"
+long=$(head -c 1500 /dev/zero | tr '\0' a)
+expect "kernel command line too long" 2 "longer than 2047 bytes" -- "$mayfly" boot --kernel "$good_kernel" --cmdline "$long" --cmdline-append "$long" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/x,rx"
 # Another VM holds the image: here this shell, with a shared flock on fd 9.
 head -c 4096 /dev/zero > "$tmp/held.img"
 exec 9< "$tmp/held.img"
@@ -75,6 +77,10 @@ expect "run with a missing rootfs" 125 "rootfs '$tmp/nope'" -- "$mayfly" run --k
 expect "run with a missing --stdin file" 125 "cannot open --stdin" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/held.img" --stdin "$tmp/nope" -- cat
 expect "exec without --vsock" 125 "--vsock PATH is required" -- "$mayfly" exec -- true
 expect "exec to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" exec --vsock "$tmp/no.sock" -- true
+expect "cp to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" cp --vsock "$tmp/no.sock" "$tmp/empty" :/root/x
+expect "cp with both sides local" 125 "exactly one of SRC and DST" -- "$mayfly" cp --vsock "$tmp/no.sock" a b
+expect "run with a bad --max-output" 125 "bad --max-output '1X'" -- "$mayfly" run --max-output 1X -- true
+expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"
 	failed=$((failed + 1))

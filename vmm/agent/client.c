@@ -1,44 +1,58 @@
-/* client.c - the host end of the agent protocol: hybrid vsock CONNECT, HELLO, frames, file copies. */
+/* client.c - the host end of the agent protocol: hybrid vsock CONNECT, HELLO, frames in place, deadlines. */
 #include "agent/client.h"
 #include "clock.h"
+#include "log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define CONNECT_LINE_MAX 64
 #define RETRY_NS         (10ULL * 1000 * 1000)   /* between tries while the guest boots */
 #define AGENT_SOCKET_WAIT_NS (3ULL * 1000 * 1000 * 1000)   /* for the VMM to create its socket */
+#define ERRNO_MAX        4095                     /* what Linux calls an errno */
 
-static int ms_until(uint64_t deadline_ns)
+/* Wait until fd has `events`, cancel_fd fires or deadline_ns passes (0:
+ * never). 1 ready, 0 timed out, -ECANCELED, or -errno. */
+static int wait_fd(int fd, short events, int cancel_fd, uint64_t deadline_ns)
 {
-	uint64_t now = clock_now_ns();
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = events },
+				       { .fd = cancel_fd, .events = POLLIN } };
+		uint64_t now = clock_now_ns();
+		int ms = -1, r;
 
-	return now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
+		if (deadline_ns) {
+			/* Round up: never spin on a deadline less than 1 ms away. */
+			ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
+		}
+		r = poll(p, 2, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (p[1].revents)
+			return -ECANCELED;
+		return r > 0;
+	}
 }
 
 /* Read one "\n"-terminated line of at most CONNECT_LINE_MAX bytes, byte by
  * byte so nothing after it (the agent's first frame) is consumed. */
-static int read_line(int fd, char *line, size_t cap, uint64_t deadline_ns)
+static int read_line(int fd, char *line, size_t cap, int cancel_fd, uint64_t deadline_ns)
 {
 	size_t n = 0;
 
 	while (n + 1 < cap) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int r = poll(&p, 1, ms_until(deadline_ns));
+		int r = wait_fd(fd, POLLIN, cancel_fd, deadline_ns);
 		ssize_t got;
 
-		if (r < 0 && errno == EINTR)
-			continue;
 		if (r <= 0)
-			return r ? -errno : -ETIMEDOUT;
+			return r ? r : -ETIMEDOUT;
 		got = read(fd, line + n, 1);
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -53,73 +67,102 @@ static int read_line(int fd, char *line, size_t cap, uint64_t deadline_ns)
 	return -EPROTO;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* Send all of buf by deadline_ns (0: none), giving up when cancel_fd fires.
+ * MSG_NOSIGNAL: an agent or VMM that hung up is an error here, never a
+ * SIGPIPE; MSG_DONTWAIT: an agent that stops reading cannot hold us past
+ * the deadline. */
+static int send_all(int fd, const void *buf, size_t len, int cancel_fd, uint64_t deadline_ns)
 {
 	const uint8_t *p = buf;
 
 	while (len) {
-		/* MSG_NOSIGNAL: a VMM or agent that hung up is an error here, never
-		 * a SIGPIPE; mayfly run's thread writes before vm_run ignores it. */
-		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t w = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {
+			int r = wait_fd(fd, POLLOUT, cancel_fd, deadline_ns);
+
+			if (r <= 0)
+				return r ? r : -ETIMEDOUT;
+			continue;
+		}
 		if (w < 0)
-			return -errno;   /* a blocking socket: no EAGAIN */
+			return -errno;
 		p += w;
 		len -= (size_t)w;
 	}
 	return 0;
 }
 
-/* One try: connect to the VMM's socket and ask for the agent's port. */
-static int try_connect(const char *uds_path, uint32_t port, uint64_t deadline_ns)
+int agent_dial_unix(void *opaque)
 {
+	const char *path = opaque;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	char line[CONNECT_LINE_MAX];
 	int fd, rc;
 
-	if (strlen(uds_path) >= sizeof(addr.sun_path))
+	if (strlen(path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
-	memcpy(addr.sun_path, uds_path, strlen(uds_path) + 1);
+	memcpy(addr.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		rc = -errno;
-		goto err_fd;
+		close(fd);
+		return rc;
 	}
-	snprintf(line, sizeof(line), "CONNECT %u\n", port);
-	rc = write_all(fd, line, strlen(line));
-	if (!rc)
-		rc = read_line(fd, line, sizeof(line), deadline_ns);
-	if (!rc && strncmp(line, "OK ", 3))
-		rc = -EPROTO;
-	if (rc)
-		goto err_fd;
 	return fd;
-
-err_fd:
-	close(fd);
-	return rc;
 }
 
-int agent_client_connect(struct agent_client *c, const char *uds_path, uint32_t port,
-			 uint64_t deadline_ns, const _Atomic bool *cancel, const char **why)
+/* One try: dial and ask the VMM for the agent's port. */
+static int try_connect(agent_dial_fn dial, void *opaque, uint32_t port, int cancel_fd,
+		       uint64_t deadline_ns)
 {
+	char line[CONNECT_LINE_MAX];
+	int fd = dial(opaque), rc;
+
+	if (fd < 0)
+		return fd;
+	snprintf(line, sizeof(line), "CONNECT %u\n", port);
+	rc = send_all(fd, line, strlen(line), cancel_fd, deadline_ns);
+	if (!rc)
+		rc = read_line(fd, line, sizeof(line), cancel_fd, deadline_ns);
+	if (!rc && strncmp(line, "OK ", 3))
+		rc = -EPROTO;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static void reset(struct agent_client *c, int cancel_fd)
+{
+	c->fd = -1;
+	c->cancel_fd = cancel_fd;
+	c->broken = false;
+	c->next_id = 1;
+	c->rstart = c->rlen = 0;
+}
+
+int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			 uint32_t port, uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	uint64_t socket_deadline = clock_now_ns() + AGENT_SOCKET_WAIT_NS;
 	struct proto_writer w;
 	struct proto_frame f;
 	int fd, rc, len;
 
-	uint64_t socket_deadline = clock_now_ns() + AGENT_SOCKET_WAIT_NS;
-
-	c->fd = -1;
-	c->next_id = 1;
-	c->rlen = c->consumed = 0;
+	reset(c, cancel_fd);
 	for (;;) {
-		fd = try_connect(uds_path, port, deadline_ns);
+		fd = try_connect(dial, dial_opaque, port, cancel_fd, deadline_ns);
 		if (fd >= 0)
 			break;
+		if (fd == -ECANCELED) {
+			*why = "the VM ended before its agent answered";
+			return fd;
+		}
 		/* Not up yet: the VMM closed our CONNECT because no agent
 		 * listens in the guest yet (retried until the deadline). A missing
 		 * or dead socket may be a VM still being built (`mayfly boot
@@ -129,31 +172,30 @@ int agent_client_connect(struct agent_client *c, const char *uds_path, uint32_t 
 			return fd;
 		}
 		if (fd != -ECONNRESET && fd != -ETIMEDOUT && fd != -ENOENT && fd != -ECONNREFUSED) {
-			*why = "cannot connect to the VM's vsock socket";
+			*why = "cannot connect to the VM's vsock device";
 			return fd;
-		}
-		if (cancel && atomic_load(cancel)) {
-			*why = "the VM ended before its agent answered";
-			return -ECANCELED;
 		}
 		if (clock_now_ns() + RETRY_NS >= deadline_ns) {
 			*why = "the guest agent did not answer in time";
 			return -ETIMEDOUT;
 		}
-		struct timespec ts = { 0, (long)RETRY_NS };
-		nanosleep(&ts, NULL);
+		if (wait_fd(-1, 0, cancel_fd, clock_now_ns() + RETRY_NS) == -ECANCELED) {
+			*why = "the VM ended before its agent answered";
+			return -ECANCELED;
+		}
 	}
 	c->fd = fd;
 	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_HELLO, 0);
 	proto_put_u32(&w, PROTO_VERSION);
 	len = proto_end(&w);
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len);
+	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 	if (!rc) {
-		rc = agent_client_recv(c, &f, ms_until(deadline_ns));
+		rc = agent_client_recv(c, &f, deadline_ns);
 		rc = rc == 1 ? (f.type == PROTO_HELLO_OK ? 0 : -EPROTO) : rc ? rc : -ETIMEDOUT;
 	}
 	if (rc) {
 		*why = rc == -ETIMEDOUT ? "the guest agent did not answer HELLO in time" :
+		       rc == -ECANCELED ? "the VM ended before its agent answered" :
 		       "the guest agent's HELLO reply is not HELLO_OK (version mismatch?)";
 		agent_client_close(c);
 		return rc;
@@ -173,40 +215,58 @@ uint32_t agent_client_id(struct agent_client *c)
 	return c->next_id++;
 }
 
-int agent_client_send(struct agent_client *c, size_t len)
+int agent_client_send(struct agent_client *c, size_t len, uint64_t deadline_ns)
 {
-	return write_all(c->fd, c->wbuf, len);
+	int rc;
+
+	if (c->broken)
+		return -EPROTO;
+	rc = send_all(c->fd, c->wbuf, len, c->cancel_fd, deadline_ns);
+	/* Half a frame may have gone: nothing after it would parse. */
+	if (rc)
+		c->broken = true;
+	return rc;
 }
 
-int agent_client_recv(struct agent_client *c, struct proto_frame *f, int timeout_ms)
+bool agent_client_has_frame(const struct agent_client *c)
 {
-	uint64_t deadline = timeout_ms < 0 ? 0 : clock_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct proto_frame f;
 
-	/* Drop the frame handed out last time. */
-	if (c->consumed) {
-		memmove(c->rbuf, c->rbuf + c->consumed, c->rlen - c->consumed);
-		c->rlen -= c->consumed;
-		c->consumed = 0;
-	}
+	return proto_frame_decode(c->rbuf + c->rstart, c->rlen, &f) != 0;
+}
+
+int agent_client_recv(struct agent_client *c, struct proto_frame *f, uint64_t deadline_ns)
+{
+	if (c->broken)
+		return -EPROTO;
 	for (;;) {
-		int r = proto_frame_decode(c->rbuf, c->rlen, f);
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int r = proto_frame_decode(c->rbuf + c->rstart, c->rlen, f);
 		ssize_t got;
 
-		if (r < 0)
+		if (r < 0) {
+			c->broken = true;
 			return -EPROTO;
+		}
 		if (r > 0) {
-			c->consumed = (size_t)r;
+			/* In place: the frame stays valid until the next call. */
+			c->rstart += (size_t)r;
+			c->rlen -= (size_t)r;
+			if (!c->rlen)
+				c->rstart = 0;
 			return 1;
 		}
-		r = poll(&p, 1, timeout_ms < 0 ? -1 : ms_until(deadline));
-		if (r < 0 && errno == EINTR)
-			continue;
+		/* A partial frame: make room for the largest one behind it.
+		 * Moving only when the tail is short keeps this linear. */
+		if (sizeof(c->rbuf) - c->rstart - c->rlen < AGENT_FRAME_MAX) {
+			memmove(c->rbuf, c->rbuf + c->rstart, c->rlen);
+			c->rstart = 0;
+		}
+		r = wait_fd(c->fd, POLLIN, c->cancel_fd, deadline_ns);
 		if (r < 0)
-			return -errno;
+			return r;
 		if (r == 0)
 			return 0;
-		got = read(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
+		got = read(c->fd, c->rbuf + c->rstart + c->rlen, sizeof(c->rbuf) - c->rstart - c->rlen);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (got < 0)
@@ -217,150 +277,20 @@ int agent_client_recv(struct agent_client *c, struct proto_frame *f, int timeout
 	}
 }
 
-/* An ERROR frame: its message into why (or strerror), its errno negated. */
-static int error_reply(const struct proto_frame *f, char *why, size_t whylen)
+int agent_client_error(const struct proto_frame *f, char *why, size_t whylen)
 {
 	struct proto_reader rd;
-	uint32_t err = EIO;
+	char msg[256];
+	uint32_t err = 0;
 
 	proto_reader_init(&rd, f);
-	proto_get_u32(&rd, &err);
-	if (!proto_get_str(&rd, why, whylen))
-		snprintf(why, whylen, "%s", strerror((int)err));
-	return -(int)(err ? err : EIO);
-}
-
-/* Wait for the OK or ERROR answering request `id`. */
-static int wait_reply(struct agent_client *c, uint32_t id, char *why, size_t whylen)
-{
-	struct proto_frame f;
-	int r;
-
-	for (;;) {
-		r = agent_client_recv(c, &f, -1);
-		if (r <= 0)
-			return r ? r : -ETIMEDOUT;
-		if (f.id != id)
-			continue;
-		if (f.type == PROTO_OK)
-			return 0;
-		if (f.type == PROTO_ERROR)
-			return error_reply(&f, why, whylen);
+	if (!proto_get_u32(&rd, &err) || err == 0 || err > ERRNO_MAX) {
+		snprintf(why, whylen, "the guest agent sent an ERROR with an invalid errno");
 		return -EPROTO;
 	}
-}
-
-int agent_client_put(struct agent_client *c, const char *local, const char *guest,
-		     char *why, size_t whylen)
-{
-	uint8_t chunk[PROTO_CHUNK];
-	uint32_t id = agent_client_id(c);
-	struct proto_writer w;
-	struct stat st;
-	int fd, rc, len;
-
-	fd = open(local, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? -errno : -EINVAL;
-		snprintf(why, whylen, "cannot read '%s': %s", local,
-			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
-		goto out;
-	}
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_WRITE, id);
-	proto_put_str(&w, guest);
-	proto_put_u32(&w, st.st_mode & 07777);
-	proto_put_u32(&w, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC);
-	len = proto_end(&w);
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len);
-	if (!rc)
-		rc = wait_reply(c, id, why, whylen);
-	while (!rc) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(why, whylen, "cannot read '%s': %s", local, strerror(errno));
-			break;
-		}
-		proto_begin(&w, c->wbuf, sizeof(c->wbuf), n ? PROTO_FILE_DATA : PROTO_FILE_END, id);
-		if (n)
-			proto_put_bytes(&w, chunk, (uint32_t)n);
-		len = proto_end(&w);
-		rc = len < 0 ? len : agent_client_send(c, (size_t)len);
-		if (!n) {
-			if (!rc)
-				rc = wait_reply(c, id, why, whylen);
-			break;
-		}
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
-int agent_client_get(struct agent_client *c, const char *guest, const char *local,
-		     char *why, size_t whylen)
-{
-	uint32_t id = agent_client_id(c);
-	struct proto_writer w;
-	struct proto_frame f;
-	int fd, rc, len;
-
-	fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(why, whylen, "cannot write '%s': %s", local, strerror(errno));
-		return -errno;
-	}
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_READ, id);
-	proto_put_str(&w, guest);
-	len = proto_end(&w);
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len);
-	while (!rc) {
-		rc = agent_client_recv(c, &f, -1);
-		if (rc <= 0) {
-			rc = rc ? rc : -ETIMEDOUT;
-			break;
-		}
-		rc = 0;
-		if (f.id != id)
-			continue;
-		if (f.type == PROTO_FILE_END)
-			break;
-		if (f.type == PROTO_ERROR) {
-			rc = error_reply(&f, why, whylen);
-			break;
-		}
-		if (f.type == PROTO_FILE_DATA) {
-			struct proto_reader rd;
-			const uint8_t *data;
-			uint32_t n;
-
-			proto_reader_init(&rd, &f);
-			if (!proto_get_bytes(&rd, &data, &n)) {
-				rc = -EPROTO;
-				break;
-			}
-			for (uint32_t done = 0; done < n;) {
-				ssize_t wr = write(fd, data + done, n - done);
-
-				if (wr < 0 && errno == EINTR)
-					continue;
-				if (wr < 0) {
-					rc = -errno;
-					snprintf(why, whylen, "cannot write '%s': %s", local,
-						 strerror(errno));
-					break;
-				}
-				done += (uint32_t)wr;
-			}
-		}
-	}
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (rc)
-		unlink(local);   /* never leave half a file that looks complete */
-	return rc;
+	if (proto_get_str(&rd, msg, sizeof(msg)) && msg[0])
+		log_escape(why, whylen, msg);
+	else
+		snprintf(why, whylen, "%s", strerror((int)err));
+	return -(int)err;
 }

@@ -1,52 +1,69 @@
-/* client.h - the host end of the guest agent protocol: connect through hybrid vsock, exchange frames. */
+/* client.h - the host end of the guest agent protocol: connect through hybrid vsock, exchange frames, copy files; every wait bounded. */
 #ifndef MAYFLY_AGENT_CLIENT_H
 #define MAYFLY_AGENT_CLIENT_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "protocol.h"
 
-#define AGENT_RBUF (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD)
+#define AGENT_FRAME_MAX (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD)
+/* Room for several frames: they are decoded in place, and the unread
+ * rest is moved to the front only when the tail runs short. */
+#define AGENT_RBUF      (2 * AGENT_FRAME_MAX)
 
+/* Everything the agent sends is the guest's: a frame that breaks the
+ * protocol, a number out of range or a call past its deadline ends the
+ * call with an error, never a hang or a crash of the host. */
 struct agent_client {
 	int fd;
+	int cancel_fd;                /* readable: give up now (-ECANCELED); -1: never */
+	bool broken;                  /* a call was abandoned midway: the stream is out of step */
 	uint32_t next_id;
-	size_t rlen;                  /* bytes buffered in rbuf */
-	size_t consumed;              /* bytes of rbuf the last frame used */
+	size_t rstart, rlen;          /* undecoded bytes: rbuf[rstart, rstart + rlen) */
 	uint8_t rbuf[AGENT_RBUF];
-	uint8_t wbuf[PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD];
+	uint8_t wbuf[AGENT_FRAME_MAX];
 };
 
-/* Connect to the guest agent behind a VM's hybrid vsock socket: connect to
- * `uds_path`, send "CONNECT <port>\n", wait for "OK <n>\n", then HELLO and
- * wait for HELLO_OK. Retries (the guest may still be booting) until
- * `deadline_ns` (CLOCK_MONOTONIC) or until *cancel (may be NULL) turns true.
- * 0, or -errno with *why set (-ECANCELED when cancelled). */
-int agent_client_connect(struct agent_client *c, const char *uds_path, uint32_t port,
-			 uint64_t deadline_ns, const _Atomic bool *cancel, const char **why);
+/* Opens a new stream to the VM's hybrid-vsock front door: a Unix socket
+ * connect, or an in-process connection. fd or -errno. */
+typedef int (*agent_dial_fn)(void *opaque);
+
+/* Connect to the guest agent on vsock `port`: dial, send "CONNECT
+ * <port>\n", wait for "OK <n>\n", then HELLO and wait for HELLO_OK.
+ * Retries while the guest boots (the VMM refuses the CONNECT until the
+ * agent listens) until deadline_ns (CLOCK_MONOTONIC); cancel_fd (-1:
+ * none) readable ends every wait at once. 0, or -errno with *why set:
+ * -ETIMEDOUT, -ECANCELED, -ENOENT/-ECONNREFUSED (no VM on a socket path
+ * after a few seconds), -EPROTO. */
+int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			 uint32_t port, uint64_t deadline_ns, int cancel_fd, const char **why);
+
+/* A dialer for the Unix socket path `opaque` (a VM's --vsock socket). */
+int agent_dial_unix(void *opaque);
 
 void agent_client_close(struct agent_client *c);
 
-/* Send the frame built in c->wbuf (length len). 0 or -errno. */
-int agent_client_send(struct agent_client *c, size_t len);
+/* Send the frame built in c->wbuf (length len) by deadline_ns (0: no
+ * deadline; cancel_fd still ends the wait). 0, -ETIMEDOUT, -ECANCELED or
+ * -errno; after a failure the client is broken (a frame may be cut). */
+int agent_client_send(struct agent_client *c, size_t len, uint64_t deadline_ns);
 
-/* Wait up to timeout_ms (-1: forever) for the next frame. Returns 1 with *f
- * (valid until the next call), 0 on timeout, -EPIPE when the agent closed
- * the connection, -EPROTO for a malformed frame, or -errno. */
-int agent_client_recv(struct agent_client *c, struct proto_frame *f, int timeout_ms);
+/* The next frame: 1 with *f (valid until the next call), 0 when none came
+ * by deadline_ns (0: wait forever; a deadline already past still takes
+ * what is buffered or readable now), -ECANCELED, -EPIPE when the agent
+ * closed the connection, -EPROTO for a malformed frame, or -errno. */
+int agent_client_recv(struct agent_client *c, struct proto_frame *f, uint64_t deadline_ns);
+
+/* True when a whole frame is buffered (recv returns it without waiting). */
+bool agent_client_has_frame(const struct agent_client *c);
 
 /* A new request id. */
 uint32_t agent_client_id(struct agent_client *c);
 
-/* Copy a local file to the guest (mode from the local file) / a guest file
- * to a local path. 0 or -errno with *why (the agent's message when it
- * refused). */
-int agent_client_put(struct agent_client *c, const char *local, const char *guest,
-		     char *why, size_t whylen);
-int agent_client_get(struct agent_client *c, const char *guest, const char *local,
-		     char *why, size_t whylen);
+/* The errno of an ERROR frame, range-checked (1..4095, else EPROTO), and
+ * its message into why (printable ASCII: other bytes as \xNN). */
+int agent_client_error(const struct proto_frame *f, char *why, size_t whylen);
 
 #endif

@@ -1,14 +1,17 @@
-/* run.c - mayfly run: a fresh VM per command, driven through its guest agent; mayfly exec and cp for a running VM. */
+/* run.c - mayfly run: a fresh VM per command, driven through its guest agent in the same process; mayfly exec and cp for a running VM. */
 #include "agent/run.h"
-#include "agent/run_opts.h"
+#include "agent/events.h"
 #include "agent/session.h"
+#include "agent/term.h"
+#include "agent/transfer.h"
 #include "clock.h"
-#include "config.h"
+#include "guest_files.h"
 #include "log.h"
 #include "vm.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,100 +19,68 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define RUN_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
 #define RUN_INIT_WAIT_S    20   /* how long the boot timer alone is waited for */
-
-const char run_usage[] =
-	"usage: mayfly run [options] [--] CMD [ARG...]\n"
-	"\n"
-	"Boot a fresh microVM from the copy-on-write rootfs, run CMD in it through the\n"
-	"guest agent, stream its stdout and stderr here, tear the VM down, and exit\n"
-	"with CMD's exit code.\n"
-	"\n"
-	"  --rootfs IMG       root image (default: the guest tools/build-guest built)\n"
-	"  --kernel FILE      guest kernel (default: the built one)\n"
-	"  --mem MIB          guest RAM (default 256)\n"
-	"  --cpus N           vCPUs (default 1)\n"
-	"  --timeout SEC      kill CMD after SEC seconds (exit 124)\n"
-	"  --env K=V          environment for CMD (repeatable; PATH has a default)\n"
-	"  --cwd DIR          working directory in the guest (default /root)\n"
-	"  --stdin FILE|-     feed CMD's stdin from FILE or from mayfly's stdin\n"
-	"  --put LOCAL:GUEST  copy a file into the VM before CMD (repeatable)\n"
-	"  --get GUEST:LOCAL  copy a file out of the VM after CMD (repeatable)\n"
-	"  --tty              run CMD on a pseudo-terminal in the guest (its size from\n"
-	"                     ours, else 24x80); stdout then carries both streams\n"
-	"  --json             one JSON event per line on stdout (started, stdout,\n"
-	"                     stderr, exit, timings) instead of the raw streams\n"
-	"  --id ID            VM id for log lines\n"
-	"  -v, --verbose      log lines and the guest console on stderr (-vv: debug)\n"
-	"\n"
-	"A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
-	"Exit: CMD's code; 124 timed out, 125 mayfly or the VM failed, 126 the agent\n"
-	"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n";
-
-const char exec_usage[] =
-	"usage: mayfly exec --vsock PATH [options] [--] CMD [ARG...]\n"
-	"\n"
-	"Run CMD in a VM started with `mayfly boot --vsock PATH` (several calls, one VM).\n"
-	"Options as for mayfly run: --timeout, --env, --cwd, --stdin, --tty, --json, -v.\n";
-
-const char cp_usage[] =
-	"usage: mayfly cp --vsock PATH SRC DST\n"
-	"\n"
-	"Copy a file into or out of a VM started with `mayfly boot --vsock PATH`.\n"
-	"The guest side is written :/absolute/path, e.g. mayfly cp --vsock s ./a :/root/a\n";
+#define RUN_AGENT_GRACE_S  10   /* past --timeout, for the agent's own EXIT to arrive */
+#define NS                 1000000000ULL
 
 /* What the agent thread of mayfly run shares with the main thread. */
 struct run_ctx {
 	struct vm *vm;
 	const struct run_opts *o;
-	const char *sock;
 	uint64_t start_ns;
-	_Atomic bool vm_ended;        /* the main thread's vm_run returned */
-	_Atomic int client_fd;        /* published so the main thread can unblock us */
-	bool done;                    /* the command ran to an answer (read after join) */
+	int cancel_fd;                /* eventfd: the VM ended; every agent wait gives up */
+	int sigs[2];                  /* pipe: signals for the command */
 	_Atomic bool running;         /* the command is running: signals go to it */
 	_Atomic bool forwarded;       /* one signal was passed on; the next ends the VM */
-	_Atomic int signo;
-	int sig_fd;                   /* eventfd: the agent thread sends `signo` */
+	bool done;                    /* the command ran to an answer (read after join) */
 	int stdin_fd;
+	struct term term;
 	struct exec_result res;
 	uint64_t ready_ns;
 	struct agent_client client;
 };
 
+static double ms_since(uint64_t from, uint64_t to)
+{
+	return from && to ? (double)(to - from) / 1e6 : -1;
+}
+
 static void timing_line(const struct run_ctx *ctx, uint64_t built_ns, uint64_t end_ns)
 {
-	uint64_t boot_us = boot_timer_elapsed_us(&ctx->vm->boot_timer);
-	double setup = (double)(built_ns - ctx->start_ns) / 1e6;
-	double ready = ctx->ready_ns ? (double)(ctx->ready_ns - ctx->start_ns) / 1e6 : -1;
-	double started = ctx->res.started_ns ? (double)(ctx->res.started_ns - ctx->start_ns) / 1e6 : -1;
-	double ended = ctx->res.ended_ns ? (double)(ctx->res.ended_ns - ctx->start_ns) / 1e6 : -1;
-	double total = (double)(end_ns - ctx->start_ns) / 1e6;
-	double teardown = ctx->res.ended_ns ? (double)(end_ns - ctx->res.ended_ns) / 1e6 : -1;
+	struct event_timings t = {
+		.vmm_setup = ms_since(ctx->start_ns, built_ns),
+		.guest_init = (double)vm_guest_init_us(ctx->vm) / 1000,
+		.agent_ready = ms_since(ctx->start_ns, ctx->ready_ns),
+		.command_start = ms_since(ctx->start_ns, ctx->res.started_ns),
+		.command_end = ms_since(ctx->start_ns, ctx->res.ended_ns),
+		.teardown = ms_since(ctx->res.ended_ns, end_ns),
+		.total = ms_since(ctx->start_ns, end_ns),
+	};
 
 	log_info("timing: vmm setup %.1f ms, guest init at %.1f ms, agent ready at %.1f ms, "
 		 "command started at %.1f ms, ended at %.1f ms, teardown %.1f ms, total %.1f ms",
-		 setup, (double)boot_us / 1000, ready, started, ended, teardown, total);
+		 t.vmm_setup, t.guest_init, t.agent_ready, t.command_start, t.command_end,
+		 t.teardown, t.total);
 	if (ctx->o->json)
-		session_json_event("timings", "\"vmm_setup_ms\":%.1f,\"guest_init_ms\":%.1f,"
-				   "\"agent_ready_ms\":%.1f,\"command_start_ms\":%.1f,"
-				   "\"command_end_ms\":%.1f,\"teardown_ms\":%.1f,\"total_ms\":%.1f",
-				   setup, (double)boot_us / 1000, ready, started, ended, teardown, total);
+		event_timings(stdout, &t);
 }
 
-static bool copy_files(struct agent_client *c, const struct run_file *files, int n, bool put,
+/* Each --put (before) or --get (after), each with its own deadline. */
+static bool copy_files(struct agent_client *c, const struct run_opts *o, bool put,
 		       struct exec_result *res)
 {
+	const struct run_file *files = put ? o->puts : o->gets;
+	int n = put ? o->nput : o->nget;
 	char why[256];
 
 	for (int i = 0; i < n; i++) {
-		int rc = put ? agent_client_put(c, files[i].local, files[i].guest, why, sizeof(why)) :
-			       agent_client_get(c, files[i].guest, files[i].local, why, sizeof(why));
+		uint64_t deadline = clock_now_ns() + o->call_timeout_s * NS;
+		int rc = put ? transfer_put(c, files[i].local, files[i].guest, deadline, why, sizeof(why)) :
+			       transfer_get(c, files[i].guest, files[i].local, o->max_get_bytes,
+					    deadline, why, sizeof(why));
 
 		if (rc) {
 			snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s",
@@ -121,10 +92,10 @@ static bool copy_files(struct agent_client *c, const struct run_file *files, int
 	return true;
 }
 
-static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int stdin_fd)
+static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int stdin_fd,
+			   const struct term *term)
 {
-	memset(spec, 0, sizeof(*spec));
-	spec->signal_fd = -1;
+	session_spec_init(spec);
 	spec->argv = o->argv;
 	spec->argc = o->argc;
 	spec->env = (char **)o->env;
@@ -133,67 +104,78 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 	spec->stdin_fd = stdin_fd;
 	spec->json = o->json;
 	spec->timeout_ms = o->timeout_s * 1000;
+	spec->max_output = o->max_output;
 	spec->pty = o->tty;
 	spec->rows = 24;
 	spec->cols = 80;
+	spec->signal_fd = term->sigs[0];
 	if (o->tty) {
 		struct winsize ws;
 
-		/* The guest's terminal takes the size of ours, when we have one. */
-		if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+		/* The guest's terminal takes the size of ours and follows it. */
+		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
 			spec->rows = ws.ws_row;
 			spec->cols = ws.ws_col;
 		}
+		spec->winch_fd = term->winch[0];
+		spec->tty_fd = STDIN_FILENO;
 	}
 	/* The agent enforces the timeout; this only bounds a hung agent. */
 	if (o->timeout_s)
-		spec->deadline_ns = clock_now_ns() + (o->timeout_s + 10ULL) * 1000000000ULL;
+		spec->deadline_ns = clock_now_ns() + (o->timeout_s + RUN_AGENT_GRACE_S) * NS;
+}
+
+static int dial_vm(void *opaque)
+{
+	return vm_connect_vsock(opaque);
+}
+
+/* No agent can answer before the guest's init has run (it writes the boot
+ * timer first): knocking earlier only costs the booting guest a refused
+ * connection every few milliseconds. A rootfs whose init never writes the
+ * timer is tried anyway after a while. False when the VM ended. */
+static bool wait_guest_init(struct run_ctx *ctx)
+{
+	uint64_t patience = clock_now_ns() + RUN_INIT_WAIT_S * NS;
+
+	while (!vm_guest_init_us(ctx->vm) && clock_now_ns() < patience) {
+		struct pollfd p = { .fd = ctx->cancel_fd, .events = POLLIN };
+
+		if (poll(&p, 1, 1) > 0)
+			return false;
+	}
+	return true;
 }
 
 static void *run_agent_thread(void *arg)
 {
 	struct run_ctx *ctx = arg;
+	const struct run_opts *o = ctx->o;
 	struct exec_spec spec;
 	const char *why = "";
-	uint64_t deadline = ctx->start_ns + RUN_BOOT_TIMEOUT_S * 1000000000ULL;
-	uint64_t patience = clock_now_ns() + RUN_INIT_WAIT_S * 1000000000ULL;
-	struct timespec ms = { 0, 1000000 };
 	int rc;
 
-	/* No agent can answer before the guest's init has run (it writes the
-	 * boot timer first): knocking earlier only costs the booting guest a
-	 * refused connection every few milliseconds. A rootfs whose init never
-	 * writes the timer is tried anyway after a while. */
-	while (!boot_timer_elapsed_us(&ctx->vm->boot_timer) && clock_now_ns() < patience &&
-	       !atomic_load(&ctx->vm_ended))
-		nanosleep(&ms, NULL);
-	rc = agent_client_connect(&ctx->client, ctx->sock, PROTO_AGENT_PORT, deadline,
-				  &ctx->vm_ended, &why);
+	if (!wait_guest_init(ctx))
+		return NULL;
+	rc = agent_client_connect(&ctx->client, dial_vm, ctx->vm, PROTO_AGENT_PORT,
+				  ctx->start_ns + RUN_BOOT_TIMEOUT_S * NS, ctx->cancel_fd, &why);
 	if (rc) {
 		if (rc != -ECANCELED)
 			vm_stop(ctx->vm, RUN_EXIT_AGENT, "%s", why);
 		return NULL;
 	}
-	atomic_store(&ctx->client_fd, ctx->client.fd);
 	ctx->ready_ns = clock_now_ns();
-	log_info("guest agent ready after %.1f ms",
-		 (double)(ctx->ready_ns - ctx->start_ns) / 1e6);
-	/* The main thread may have ended the VM (a signal) while we connected. */
-	if (atomic_load(&ctx->vm_ended))
-		return NULL;
+	log_info("guest agent ready after %.1f ms", ms_since(ctx->start_ns, ctx->ready_ns));
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (copy_files(&ctx->client, ctx->o->puts, ctx->o->nput, true, &ctx->res)) {
-		spec_from_opts(&spec, ctx->o, ctx->stdin_fd);
-		spec.signal_fd = ctx->sig_fd;
-		spec.signal_no = &ctx->signo;
+	if (copy_files(&ctx->client, o, true, &ctx->res)) {
+		spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
 		atomic_store(&ctx->running, true);
 		session_exec(&ctx->client, &spec, &ctx->res);
 		atomic_store(&ctx->running, false);
-		if (ctx->res.ended_ns && ctx->o->nget) {
+		if (ctx->res.ended_ns && o->nget) {
 			struct exec_result got = ctx->res;
 
-			if (!copy_files(&ctx->client, ctx->o->gets, ctx->o->nget, false, &got) &&
-			    ctx->res.exit_code == 0) {
+			if (!copy_files(&ctx->client, o, false, &got) && ctx->res.exit_code == 0) {
 				ctx->res.exit_code = got.exit_code;
 				memcpy(ctx->res.error, got.error, sizeof(got.error));
 			}
@@ -211,140 +193,96 @@ static void *run_agent_thread(void *arg)
 static bool run_signal_hook(void *opaque, int signo)
 {
 	struct run_ctx *ctx = opaque;
-	uint64_t one = 1;
+	uint8_t b = (uint8_t)signo;
 
 	if (!atomic_load(&ctx->running) || atomic_exchange(&ctx->forwarded, true))
 		return false;
-	atomic_store(&ctx->signo, signo);
-	if (write(ctx->sig_fd, &one, sizeof(one)) < 0)
+	if (write(ctx->sigs[1], &b, 1) != 1)
 		return false;
 	log_warn("passing %s to the command (again to stop the VM)", strsignal(signo));
 	return true;
 }
 
+/* --stdin: -1 none, STDIN_FILENO for "-", or an open file; -2 on error.
+ * --tty with a terminal on stdin reads it without being asked. */
 static int open_stdin(const struct run_opts *o)
 {
 	int fd;
 
 	if (!o->stdin_path)
-		return -1;
+		return o->tty && isatty(STDIN_FILENO) ? STDIN_FILENO : -1;
 	if (!strcmp(o->stdin_path, "-"))
 		return STDIN_FILENO;
 	fd = open(o->stdin_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		fprintf(stderr, "mayfly: cannot open --stdin '%s': %s\n", o->stdin_path,
-			strerror(errno));
+		log_say("cannot open --stdin '%s': %s", o->stdin_path, strerror(errno));
 	return fd < 0 ? -2 : fd;
-}
-
-/* The boot flags mayfly run implies, parsed by the one boot parser. */
-static int run_config(struct vm_config *cfg, const struct run_opts *o, const char *sock,
-		      char *rootfs, size_t rootfs_len)
-{
-	char mem[24], cpus[24], err[256];
-	char *args[24];
-	int n = 0;
-
-	if (o->rootfs) {
-		snprintf(rootfs, rootfs_len, "%s", o->rootfs);
-	} else if (config_default_guest_file("rootfs.ext4", rootfs, rootfs_len)) {
-		fprintf(stderr, "mayfly: no --rootfs given and no default rootfs.ext4 found "
-			"(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)\n");
-		return RUN_EXIT_MAYFLY;
-	}
-	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)o->mem_mib);
-	snprintf(cpus, sizeof(cpus), "%u", o->cpus);
-	args[n++] = "--rootfs";
-	args[n++] = rootfs;
-	args[n++] = "--vsock";
-	args[n++] = (char *)sock;
-	args[n++] = "--mem";
-	args[n++] = mem;
-	args[n++] = "--cpus";
-	args[n++] = cpus;
-	if (o->kernel) {
-		args[n++] = "--kernel";
-		args[n++] = (char *)o->kernel;
-	}
-	if (o->id) {
-		args[n++] = "--id";
-		args[n++] = (char *)o->id;
-	}
-	for (int v = 0; v < o->verbose && v < 2; v++)
-		args[n++] = "-v";
-	if (config_parse(cfg, n, args, err, sizeof(err)) != CONFIG_OK ||
-	    config_resolve_defaults(cfg, err, sizeof(err)) != CONFIG_OK) {
-		fprintf(stderr, "mayfly: %s\n", err);
-		return RUN_EXIT_MAYFLY;
-	}
-	cfg->console_out = o->verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
-	return 0;
 }
 
 static void report_failure(const struct run_opts *o, const char *msg)
 {
-	if (o->json) {
-		char s[600];
-
-		session_json_string(s, sizeof(s), (const uint8_t *)msg, strlen(msg));
-		session_json_event("error", "\"message\":%s", s);
-	}
-	fprintf(stderr, "mayfly: %s\n", msg);
+	if (o->json)
+		event_error(stdout, msg);
+	log_say("%s", msg);
 }
 
-static int run_main(struct run_ctx *ctx, int argc, char **argv, uint64_t start_ns)
+/* mayfly run's VM: the front end's config, plus its rootfs and an
+ * in-process vsock device. */
+static int run_config(struct vm_config *vm, int verbose)
 {
-	char dir[] = "/tmp/mayfly-run-XXXXXX", sock[64], err[256], rootfs[4096];
-	struct run_opts o;
-	struct vm_config cfg;
+	char err[256];
+
+	if (!vm->rootfs[0] && guest_files_find("rootfs.ext4", vm->rootfs, sizeof(vm->rootfs))) {
+		vm->rootfs[0] = '\0';
+		log_say("no --rootfs given and no default rootfs.ext4 found "
+			"(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+		return RUN_EXIT_MAYFLY;
+	}
+	vm->vsock = true;
+	vm->vsock_path[0] = '\0';
+	vm->console_out = verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
+	if (guest_files_resolve(vm, err, sizeof(err))) {
+		log_say("%s", err);
+		return RUN_EXIT_MAYFLY;
+	}
+	return 0;
+}
+
+static int parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv)
+{
+	char err[256];
+
+	switch (cli_parse(c, cmd, argc, argv, err, sizeof(err))) {
+	case CLI_HELP:
+		cli_usage(cmd, stdout);
+		return 0;
+	case CLI_ERROR:
+		log_say("%s", err);
+		return RUN_EXIT_MAYFLY;
+	case CLI_OK:
+		break;
+	}
+	return -1;
+}
+
+static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
+{
 	struct vm vm;
 	pthread_t thread;
 	sigset_t set, old;
 	uint64_t built_ns;
+	uint64_t one = 1;
 	int code, rc;
 
-	rc = run_opts_parse(&o, RUN_MODE_RUN, argc, argv, err, sizeof(err));
-	if (rc) {
-		if (rc > 0)
-			fputs(run_usage, stdout);
-		else
-			fprintf(stderr, "mayfly: %s (see mayfly run --help)\n", err);
-		return rc > 0 ? 0 : RUN_EXIT_MAYFLY;
-	}
-	/* The VM's vsock socket lives in a private directory, removed at exit. */
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "mayfly: cannot create a temporary directory: %s\n", strerror(errno));
-		return RUN_EXIT_MAYFLY;
-	}
-	snprintf(sock, sizeof(sock), "%s/vsock", dir);
-	ctx->o = &o;
-	ctx->sock = sock;
+	ctx->o = &c->run;
 	ctx->start_ns = start_ns;
 	ctx->vm = &vm;
 	ctx->client.fd = -1;
-	atomic_store(&ctx->client_fd, -1);
-	ctx->sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ctx->sig_fd < 0) {
-		fprintf(stderr, "mayfly: cannot create an eventfd: %s\n", strerror(errno));
-		rmdir(dir);
-		return RUN_EXIT_MAYFLY;
-	}
-	code = run_config(&cfg, &o, sock, rootfs, sizeof(rootfs));
-	if (!code) {
-		ctx->stdin_fd = open_stdin(&o);
-		if (ctx->stdin_fd == -2)
-			code = RUN_EXIT_MAYFLY;
-	}
-	if (code) {
-		rmdir(dir);
-		return code;
-	}
-	log_init(cfg.id, cfg.log_level);
-	rc = vm_build(&vm, &cfg, start_ns);
+	log_init(c->vm.id, c->vm.log_level);
+	rc = vm_build(&vm, &c->vm, start_ns);
 	built_ns = clock_now_ns();
 	if (rc) {
 		vm_destroy(&vm);
-		rmdir(dir);
 		return RUN_EXIT_MAYFLY;   /* vm_build logged why */
 	}
 	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
@@ -354,142 +292,161 @@ static int run_main(struct run_ctx *ctx, int argc, char **argv, uint64_t start_n
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	if (pthread_create(&thread, NULL, run_agent_thread, ctx)) {
-		report_failure(&o, "cannot start the agent thread");
+		report_failure(ctx->o, "cannot start the agent thread");
 		vm_destroy(&vm);
-		rmdir(dir);
 		return RUN_EXIT_MAYFLY;
 	}
-	vm.signal_hook = run_signal_hook;
-	vm.signal_hook_opaque = ctx;
+	vm_set_signal_hook(&vm, run_signal_hook, ctx);
 	code = vm_run(&vm);
-	atomic_store(&ctx->vm_ended, true);
-	{
-		int fd = atomic_load(&ctx->client_fd);
-
-		if (fd >= 0)
-			shutdown(fd, SHUT_RDWR);   /* unblock the agent thread */
-	}
+	/* Every wait of the agent thread ends now, whatever it waits for. */
+	if (write(ctx->cancel_fd, &one, sizeof(one)) < 0)
+		log_warn("cannot stop the agent thread: %s", strerror(errno));
 	pthread_join(thread, NULL);
 	agent_client_close(&ctx->client);
 	vm_destroy(&vm);
-	rmdir(dir);
-	if (ctx->stdin_fd > STDIN_FILENO)
-		close(ctx->stdin_fd);
+	term_close(&ctx->term);
 
 	if (ctx->done) {
 		code = ctx->res.exit_code;
 		if (ctx->res.error[0])
-			report_failure(&o, ctx->res.error);
+			report_failure(ctx->o, ctx->res.error);
 	} else {
 		char msg[300];
 
 		snprintf(msg, sizeof(msg), "the VM ended before the command did: %s", vm.exit_reason);
-		report_failure(&o, msg);
+		report_failure(ctx->o, msg);
 		code = code >= 128 ? code : code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 	}
 	timing_line(ctx, built_ns, clock_now_ns());
 	return code;
 }
 
-int cmd_run(int argc, char **argv, uint64_t start_ns)
+int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
-	struct run_ctx *ctx = calloc(1, sizeof(*ctx));   /* large: the client's frame buffers */
-	int code;
+	struct run_ctx *ctx;
+	int code = parse(c, CLI_RUN, argc, argv);
 
+	if (code >= 0)
+		return code;
+	code = run_config(&c->vm, c->verbose);
+	if (code)
+		return code;
+	ctx = calloc(1, sizeof(*ctx));   /* large: the client's frame buffers */
 	if (!ctx) {
-		fprintf(stderr, "mayfly: out of memory\n");
+		log_say("out of memory");
 		return RUN_EXIT_MAYFLY;
 	}
-	ctx->sig_fd = -1;
-	code = run_main(ctx, argc, argv, start_ns);
-	if (ctx->sig_fd >= 0)
-		close(ctx->sig_fd);
+	ctx->sigs[0] = ctx->sigs[1] = -1;
+	ctx->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ctx->stdin_fd = open_stdin(&c->run);
+	if (ctx->cancel_fd < 0 || pipe2(ctx->sigs, O_CLOEXEC | O_NONBLOCK) < 0) {
+		log_say("cannot create a pipe: %s", strerror(errno));
+		code = RUN_EXIT_MAYFLY;
+	} else if (ctx->stdin_fd == -2) {
+		code = RUN_EXIT_MAYFLY;
+	} else if ((code = term_open(&ctx->term, c->run.tty, false)) != 0) {
+		log_say("cannot set up the terminal: %s", strerror(-code));
+		code = RUN_EXIT_MAYFLY;
+	} else {
+		/* The session reads signals from our pipe; term only does the tty. */
+		ctx->term.sigs[0] = ctx->sigs[0];
+		code = run_main(ctx, c, start_ns);
+		ctx->term.sigs[0] = -1;
+	}
+	term_close(&ctx->term);
+	if (ctx->stdin_fd > STDIN_FILENO)
+		close(ctx->stdin_fd);
+	for (int i = 0; i < 2; i++)
+		if (ctx->sigs[i] >= 0)
+			close(ctx->sigs[i]);
+	if (ctx->cancel_fd >= 0)
+		close(ctx->cancel_fd);
 	free(ctx);
 	return code;
 }
 
 /* A VM started just before (boot --vsock S &) may still be booting: allow
  * as long as mayfly run allows its own VM. */
-static int connect_running(struct agent_client *c, const struct run_opts *o)
+static int connect_running(struct agent_client *c, const struct run_opts *o, int cancel_fd)
 {
 	const char *why = "";
-	int rc = agent_client_connect(c, o->vsock, PROTO_AGENT_PORT,
-				      clock_now_ns() + RUN_BOOT_TIMEOUT_S * 1000000000ULL, NULL, &why);
+	int rc = agent_client_connect(c, agent_dial_unix, (void *)o->vsock, PROTO_AGENT_PORT,
+				      clock_now_ns() + RUN_BOOT_TIMEOUT_S * NS, cancel_fd, &why);
 
 	if (rc)
-		fprintf(stderr, "mayfly: %s: %s (%s)\n", o->vsock, why, strerror(-rc));
+		log_say("%s: %s (%s)", o->vsock, why, strerror(-rc));
 	return rc;
 }
 
-int cmd_exec(int argc, char **argv)
+int cmd_exec(struct cli *c, int argc, char **argv)
 {
 	struct agent_client *client;
 	struct exec_result res;
 	struct exec_spec spec;
-	struct run_opts o;
-	char err[256];
-	int rc = run_opts_parse(&o, RUN_MODE_EXEC, argc, argv, err, sizeof(err)), in;
+	struct term term;
+	int code = parse(c, CLI_EXEC, argc, argv), in;
 
-	if (rc) {
-		if (rc > 0)
-			fputs(exec_usage, stdout);
-		else
-			fprintf(stderr, "mayfly: %s (see mayfly exec --help)\n", err);
-		return rc > 0 ? 0 : RUN_EXIT_MAYFLY;
-	}
-	log_init("exec", o.verbose >= 2 ? LOG_DEBUG : o.verbose ? LOG_INFO : LOG_WARN);
-	in = open_stdin(&o);
+	if (code >= 0)
+		return code;
+	log_init("exec", c->vm.log_level);
+	in = open_stdin(&c->run);
 	if (in == -2)
 		return RUN_EXIT_MAYFLY;
-	signal(SIGPIPE, SIG_IGN);
 	client = calloc(1, sizeof(*client));
-	if (!client || connect_running(client, &o)) {
+	if (!client || term_open(&term, c->run.tty, true)) {
+		log_say("cannot set up: %s", client ? strerror(errno) : "out of memory");
 		free(client);
-		return RUN_EXIT_AGENT;
-	}
-	spec_from_opts(&spec, &o, in);
-	session_exec(client, &spec, &res);
-	if (res.error[0])
-		report_failure(&o, res.error);
-	agent_client_close(client);
-	free(client);
-	return res.exit_code;
-}
-
-int cmd_cp(int argc, char **argv)
-{
-	struct agent_client *client;
-	struct run_opts o;
-	char err[256], why[256];
-	const char *src, *dst;
-	int rc = run_opts_parse(&o, RUN_MODE_CP, argc, argv, err, sizeof(err));
-
-	if (rc) {
-		if (rc > 0)
-			fputs(cp_usage, stdout);
-		else
-			fprintf(stderr, "mayfly: %s (see mayfly cp --help)\n", err);
-		return rc > 0 ? 0 : RUN_EXIT_MAYFLY;
-	}
-	src = o.argv[0];
-	dst = o.argv[1];
-	if ((src[0] == ':') == (dst[0] == ':') || (src[0] == ':' ? src[1] : dst[1]) != '/') {
-		fprintf(stderr, "mayfly: exactly one of SRC and DST must be :/absolute/guest/path\n");
+		if (in > STDIN_FILENO)
+			close(in);
 		return RUN_EXIT_MAYFLY;
 	}
-	log_init("cp", o.verbose ? LOG_INFO : LOG_WARN);
-	signal(SIGPIPE, SIG_IGN);
+	code = RUN_EXIT_AGENT;
+	if (!connect_running(client, &c->run, term.cancel_fd)) {
+		spec_from_opts(&spec, &c->run, in, &term);
+		session_exec(client, &spec, &res);
+		term_close(&term);
+		if (res.error[0])
+			report_failure(&c->run, res.error);
+		code = res.exit_code;
+	}
+	term_close(&term);
+	agent_client_close(client);
+	free(client);
+	if (in > STDIN_FILENO)
+		close(in);
+	return code;
+}
+
+int cmd_cp(struct cli *c, int argc, char **argv)
+{
+	struct agent_client *client;
+	char why[256];
+	const char *src, *dst;
+	uint64_t deadline;
+	int rc = parse(c, CLI_CP, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	src = c->run.argv[0];
+	dst = c->run.argv[1];
+	if ((src[0] == ':') == (dst[0] == ':') || (src[0] == ':' ? src[1] : dst[1]) != '/') {
+		log_say("exactly one of SRC and DST must be :/absolute/guest/path");
+		return RUN_EXIT_MAYFLY;
+	}
+	log_init("cp", c->vm.log_level);
 	client = calloc(1, sizeof(*client));
-	if (!client || connect_running(client, &o)) {
+	if (!client || connect_running(client, &c->run, -1)) {
 		free(client);
 		return RUN_EXIT_AGENT;
 	}
-	rc = src[0] == ':' ? agent_client_get(client, src + 1, dst, why, sizeof(why)) :
-			     agent_client_put(client, src, dst + 1, why, sizeof(why));
+	deadline = clock_now_ns() + c->run.call_timeout_s * NS;
+	rc = src[0] == ':' ? transfer_get(client, src + 1, dst, c->run.max_get_bytes, deadline, why,
+					  sizeof(why)) :
+			     transfer_put(client, src, dst + 1, deadline, why, sizeof(why));
 	agent_client_close(client);
 	free(client);
 	if (rc) {
-		fprintf(stderr, "mayfly: cp %s %s: %s\n", src, dst, why);
+		log_say("cp %s %s: %s", src, dst, why);
 		return RUN_EXIT_AGENT;
 	}
 	return 0;

@@ -4,14 +4,13 @@
 
 #include <stdint.h>
 
-/* Each takes the arguments after its command name and returns the process
- * exit code (the command's own, or RUN_EXIT_* from agent/session.h). */
-int cmd_run(int argc, char **argv, uint64_t start_ns);
-int cmd_exec(int argc, char **argv);
-int cmd_cp(int argc, char **argv);
+#include "cli.h"
 
-extern const char run_usage[];
-extern const char exec_usage[];
-extern const char cp_usage[];
+/* Each parses the arguments of its command (argv[0] is the command's
+ * name) into c and returns the process exit code: the command's own, or
+ * RUN_EXIT_* from agent/session.h. */
+int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns);
+int cmd_exec(struct cli *c, int argc, char **argv);
+int cmd_cp(struct cli *c, int argc, char **argv);
 
 #endif

@@ -1,13 +1,18 @@
-/* run_opts.h - the flags of mayfly run / exec / cp, parsed (pure: no I/O). */
+/* run_opts.h - what mayfly run / exec / cp are asked to do with the guest agent (pure data; cli.c fills it). */
 #ifndef MAYFLY_AGENT_RUN_OPTS_H
 #define MAYFLY_AGENT_RUN_OPTS_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #define RUN_MAX_ENV   256
 #define RUN_MAX_FILES 64
+
+/* Defaults, documented in README.md and in each command's --help. */
+#define RUN_DEFAULT_CALL_TIMEOUT_S 120           /* each --put, --get, cp, connect */
+#define RUN_DEFAULT_MAX_GET_BYTES  (1ULL << 30)  /* 1 GiB per --get / cp out of the VM */
+#define RUN_DEFAULT_MAX_OUTPUT     (256ULL << 20) /* stdout + stderr of one command */
+#define RUN_MAX_TIMEOUT_S          (7 * 24 * 3600)
 
 /* --put LOCAL:GUEST or --get GUEST:LOCAL, split in place in argv. */
 struct run_file {
@@ -16,11 +21,6 @@ struct run_file {
 };
 
 struct run_opts {
-	/* VM (mayfly run) */
-	const char *rootfs, *kernel, *id;
-	uint64_t mem_mib;
-	unsigned cpus;
-	int verbose;
 	/* a running VM (mayfly exec, mayfly cp) */
 	const char *vsock;
 	/* the command */
@@ -35,13 +35,10 @@ struct run_opts {
 	bool tty;                  /* run CMD on a pseudo-terminal in the guest */
 	char **argv;               /* the command and its arguments (NULL-terminated) */
 	int argc;
+	/* bounds on what the agent may make the host do */
+	unsigned call_timeout_s;   /* each agent call but the command itself */
+	uint64_t max_get_bytes;    /* one file copied out of the VM */
+	uint64_t max_output;       /* the command's stdout + stderr */
 };
-
-enum run_mode { RUN_MODE_RUN, RUN_MODE_EXEC, RUN_MODE_CP };
-
-/* Parse `mayfly run|exec|cp` arguments. Returns 0, 1 for --help, or -1 with
- * err set to one line. For cp, argv/argc hold SRC and DST. */
-int run_opts_parse(struct run_opts *o, enum run_mode mode, int argc, char **argv, char *err,
-		   size_t errlen);
 
 #endif

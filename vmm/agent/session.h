@@ -1,10 +1,10 @@
-/* session.h - one command run through the guest agent: stdin in, stdout/stderr out (plain or JSON lines), the exit back. */
+/* session.h - one command run through the guest agent: stdin in, stdout/stderr out (raw or JSON lines), the exit back; bounded in time and bytes. */
 #ifndef MAYFLY_AGENT_SESSION_H
 #define MAYFLY_AGENT_SESSION_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "agent/client.h"
 
@@ -16,6 +16,10 @@
 #define RUN_EXIT_AGENT     126
 #define RUN_EXIT_NOTFOUND  127
 
+/* How long an agent may keep sending after the command was killed for
+ * passing --max-output before the host gives up on it. */
+#define SESSION_KILL_GRACE_NS (10ULL * 1000 * 1000 * 1000)
+
 struct exec_spec {
 	char **argv;               /* NULL-terminated, argc >= 1 */
 	int argc;
@@ -23,30 +27,34 @@ struct exec_spec {
 	int nenv;
 	const char *cwd;           /* NULL: the agent's default */
 	int stdin_fd;              /* -1: the command's stdin is /dev/null */
-	uint32_t timeout_ms;       /* 0: none */
-	bool json;                 /* JSON lines on stdout instead of raw streams */
+	uint32_t timeout_ms;       /* the agent kills the command after this; 0: none */
+	bool json;                 /* JSON lines on out instead of raw streams */
 	bool pty;                  /* a pseudo-terminal in the guest: one merged stream */
 	uint16_t rows, cols;       /* its size */
-	uint64_t deadline_ns;      /* give up waiting for the agent (CLOCK_MONOTONIC); 0: never */
-	int signal_fd;             /* -1, or an eventfd: when readable, send *signal_no to CMD */
-	_Atomic int *signal_no;
+	uint64_t deadline_ns;      /* give up on the agent (CLOCK_MONOTONIC): 124; 0: never */
+	int signal_fd;             /* -1, or a pipe: each byte is a signal to pass on to CMD */
+	int winch_fd;              /* -1, or a pipe: readable when our terminal was resized */
+	int tty_fd;                /* the terminal whose size RESIZE sends (with winch_fd) */
+	uint64_t max_output;       /* stdout + stderr bytes passed on; past it CMD is killed */
+	int out_fd, err_fd;        /* raw streams go here */
+	FILE *json_out;            /* JSON lines go here */
 };
 
 struct exec_result {
 	int exit_code;             /* what mayfly exits with (RUN_EXIT_* or the command's) */
 	uint64_t started_ns;       /* EXEC_STARTED arrived (CLOCK_MONOTONIC), 0 if never */
 	uint64_t ended_ns;         /* EXIT arrived */
+	bool truncated;            /* output passed max_output and was cut */
 	char error[256];           /* why, when exit_code is one of mayfly's own */
 };
 
-/* Run spec through the agent: EXEC, forward stdin, stream outputs to
- * stdout/stderr as they come (or as JSON lines), wait for EXIT. */
-void session_exec(struct agent_client *c, const struct exec_spec *spec, struct exec_result *res);
+/* Defaults for the fields above: no stdin, signals, deadline or limit;
+ * stdout, stderr. */
+void session_spec_init(struct exec_spec *spec);
 
-/* JSON-lines output: one event object per line on stdout. */
-void session_json_event(const char *event, const char *fields_fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Write `s` (len bytes) as a JSON string value, escaping as needed. */
-void session_json_string(char *out, size_t cap, const uint8_t *s, size_t len);
+/* Run spec through the agent: EXEC, forward stdin, stream the outputs as
+ * they come, wait for EXIT. Every frame from the agent is checked; the
+ * deadline and pending signals are checked between any two frames. */
+void session_exec(struct agent_client *c, const struct exec_spec *spec, struct exec_result *res);
 
 #endif

@@ -99,6 +99,14 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 		      const struct guest_mem *mem, struct event_loop *loop, const char **why)
 	__attribute__((warn_unused_result));
 
+/* Open a host connection without the file system: a socketpair whose one end
+ * the device treats like a client accepted on the Unix listener (the caller
+ * sends "CONNECT <port>\n" and reads "OK <port>\n", as any hybrid-vsock
+ * client does), the other end returned to the caller (SOCK_CLOEXEC,
+ * blocking). Callable from any thread, before or while the I/O thread runs;
+ * the connection counts against the same cap. fd, or -errno. */
+int virtio_vsock_connect_local(struct virtio_vsock *v);
+
 /* Log the connection and byte statistics at info level. */
 void virtio_vsock_log_stats(const struct virtio_vsock *v);
 

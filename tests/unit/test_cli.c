@@ -1,0 +1,344 @@
+/* test_cli.c - the one front end: every command's flags, both value forms, the shared limits and every kind of mistake. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "guest_files.h"
+
+static struct cli c;
+
+/* argv[0] is the command's name, as main passes it. Arrays outlive the
+ * assertions: c.run points into them. */
+#define PARSE(cmd, err, ...) \
+	cli_parse(&c, cmd, (int)(sizeof((char *[]){ "x", __VA_ARGS__ }) / sizeof(char *)), \
+		  (char *[]){ "x", __VA_ARGS__ }, err, sizeof(err))
+
+static void expect_error(enum cli_cmd cmd, const char *needle, int argc, char **argv)
+{
+	char err[256] = "";
+
+	cr_assert_eq(cli_parse(&c, cmd, argc, argv, err, sizeof(err)), CLI_ERROR, "no error for '%s'",
+		     needle);
+	cr_assert_not_null(strstr(err, needle), "error '%s' lacks '%s'", err, needle);
+	cr_assert_null(strchr(err, '\n'), "error must be one line");
+}
+
+#define EXPECT_ERROR(cmd, needle, ...) \
+	expect_error(cmd, needle, (int)(sizeof((char *[]){ "x", __VA_ARGS__ }) / sizeof(char *)), \
+		     (char *[]){ "x", __VA_ARGS__ })
+
+Test(cli, boot_defaults)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k"), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.vm.kernel, "k");
+	cr_assert_eq(c.vm.mem_mib, CONFIG_DEFAULT_MEM_MIB);
+	cr_assert_eq(c.vm.cpus, 1);
+	cr_assert_not(c.vm.console);
+	cr_assert_str_eq(c.vm.cmdline, "");
+	cr_assert_str_eq(c.vm.initrd, "");
+	cr_assert_eq(c.vm.log_level, LOG_WARN);
+	cr_assert_str_eq(c.vm.kvm_device, "/dev/kvm");
+	cr_assert_eq(strlen(c.vm.id), 8);
+	cr_assert_not(c.vm.vsock);
+}
+
+Test(cli, boot_takes_every_flag_in_both_forms)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel=vmlinux", "--initrd", "i.cpio", "--cmdline",
+			   "console=ttyS0 quiet", "--mem=1024", "--cpus", "4", "--console", "-v",
+			   "--verbose", "--id", "vm-7", "--kvm-device=/dev/null", "--init-cmd", "ls",
+			   "--cmdline-append", "a=b", "--vsock", "/tmp/v.sock"),
+		     CLI_OK, "%s", err);
+	cr_assert_str_eq(c.vm.kernel, "vmlinux");
+	cr_assert_str_eq(c.vm.initrd, "i.cpio");
+	cr_assert_str_eq(c.vm.cmdline, "console=ttyS0 quiet");
+	cr_assert_eq(c.vm.mem_mib, 1024);
+	cr_assert_eq(c.vm.cpus, 4);
+	cr_assert(c.vm.console);
+	cr_assert_eq(c.vm.log_level, LOG_DEBUG);
+	cr_assert_str_eq(c.vm.id, "vm-7");
+	cr_assert_str_eq(c.vm.kvm_device, "/dev/null");
+	cr_assert_str_eq(c.vm.init_cmd, "ls");
+	cr_assert_str_eq(c.vm.cmdline_append, "a=b");
+	cr_assert(c.vm.vsock);
+	cr_assert_str_eq(c.vm.vsock_path, "/tmp/v.sock");
+}
+
+Test(cli, help_anywhere)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--help"), CLI_HELP);
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k", "-h"), CLI_HELP);
+	cr_assert_eq(PARSE(CLI_RUN, err, "--help"), CLI_HELP);
+	cr_assert_eq(PARSE(CLI_CP, err, "-h"), CLI_HELP);
+}
+
+Test(cli, mistakes_are_one_clear_line)
+{
+	EXPECT_ERROR(CLI_BOOT, "unknown option '--bogus'", "--kernel", "k", "--bogus");
+	EXPECT_ERROR(CLI_BOOT, "unknown option '--bogus'", "--bogus=3");
+	EXPECT_ERROR(CLI_BOOT, "unexpected argument 'stray'", "--kernel", "k", "stray");
+	EXPECT_ERROR(CLI_BOOT, "bad --mem '0': must be from 1 to 524288", "--mem", "0");
+	EXPECT_ERROR(CLI_BOOT, "must be from 1 to 524288", "--mem", "999999999");
+	EXPECT_ERROR(CLI_BOOT, "must be from", "--mem", "99999999999999999999999");
+	EXPECT_ERROR(CLI_BOOT, "bad --mem '-5': not a whole number", "--mem", "-5");
+	EXPECT_ERROR(CLI_BOOT, "bad --mem '12M': not a whole number", "--mem", "12M");
+	EXPECT_ERROR(CLI_BOOT, "bad --mem '': not a whole number", "--mem=");
+	EXPECT_ERROR(CLI_BOOT, "bad --mem ' 5'", "--mem", " 5");
+	EXPECT_ERROR(CLI_BOOT, "bad --cpus '0'", "--cpus", "0");
+	EXPECT_ERROR(CLI_BOOT, "must be from 1 to 254", "--cpus", "255");
+	EXPECT_ERROR(CLI_BOOT, "must be from 1 to 254", "--cpus", "4294967297");
+	EXPECT_ERROR(CLI_BOOT, "option --kernel needs a value", "--kernel");
+	EXPECT_ERROR(CLI_BOOT, "option --console takes no value", "--console=yes");
+	EXPECT_ERROR(CLI_BOOT, "bad --id", "--id", "a b");
+	EXPECT_ERROR(CLI_BOOT, "bad --id", "--id", "");
+	EXPECT_ERROR(CLI_BOOT, "unknown option '-x'", "-vx");
+	EXPECT_ERROR(CLI_BOOT, "--vsock needs a socket path", "--vsock", "");
+}
+
+Test(cli, run_and_boot_share_one_number_parser_and_its_limits)
+{
+	char err[256];
+
+	/* The same flag, the same limit, the same words: whichever command. */
+	EXPECT_ERROR(CLI_RUN, "bad --mem '0': must be from 1 to 524288", "--mem", "0", "true");
+	EXPECT_ERROR(CLI_RUN, "must be from 1 to 254", "--cpus", "255", "true");
+	cr_assert_eq(PARSE(CLI_RUN, err, "--mem", "524288", "true"), CLI_OK, "%s", err);
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--mem", "524288"), CLI_OK, "%s", err);
+	cr_assert_eq(c.vm.mem_mib, CONFIG_MAX_MEM_MIB);
+}
+
+Test(cli, lengths_are_refused_not_truncated)
+{
+	static char longline[5000];
+
+	memset(longline, 'a', sizeof(longline) - 1);
+	EXPECT_ERROR(CLI_BOOT, "--cmdline is longer than 2047 bytes", "--cmdline", longline);
+	EXPECT_ERROR(CLI_BOOT, "--kernel is longer than 4095 bytes", "--kernel", longline);
+	EXPECT_ERROR(CLI_BOOT, "--vsock needs a socket path of 1-107 bytes", "--vsock", longline);
+}
+
+Test(cli, verbosity_steps)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "-v"), CLI_OK);
+	cr_assert_eq(c.vm.log_level, LOG_INFO);
+	cr_assert_eq(PARSE(CLI_BOOT, err, "-vv"), CLI_OK);
+	cr_assert_eq(c.vm.log_level, LOG_DEBUG);
+	cr_assert_eq(PARSE(CLI_BOOT, err, "-vvvv"), CLI_OK);
+	cr_assert_eq(c.vm.log_level, LOG_DEBUG);
+	cr_assert_eq(c.verbose, 4);
+}
+
+Test(cli, rootfs_and_disks)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k", "--disk", "data.img", "--rootfs",
+			   "root.ext4", "--disk", "ro.img,ro", "--disk=rw.img,rw"), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.vm.rootfs, "root.ext4");
+	cr_assert_eq(c.vm.nr_disks, 3);
+	cr_assert_str_eq(c.vm.disks[0].path, "data.img");
+	cr_assert_not(c.vm.disks[0].read_only);
+	cr_assert_str_eq(c.vm.disks[1].path, "ro.img");
+	cr_assert(c.vm.disks[1].read_only);
+	cr_assert_str_eq(c.vm.disks[2].path, "rw.img");
+	cr_assert_not(c.vm.disks[2].read_only);
+}
+
+Test(cli, bad_disks)
+{
+	char err[256];
+
+	EXPECT_ERROR(CLI_BOOT, "bad --disk", "--disk", ",ro");
+	EXPECT_ERROR(CLI_BOOT, "bad --disk", "--disk", "a,b");
+	EXPECT_ERROR(CLI_BOOT, "bad --disk", "--disk", "a.img,rx");
+	EXPECT_ERROR(CLI_BOOT, "--rootfs needs an image path", "--rootfs", "");
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--rootfs", "r", "--disk", "1", "--disk", "2", "--disk", "3",
+			   "--disk", "4", "--disk", "5", "--disk", "6", "--disk", "7"), CLI_OK, "%s", err);
+	EXPECT_ERROR(CLI_BOOT, "at most 8 disks", "--rootfs", "r", "--disk", "1", "--disk", "2",
+		     "--disk", "3", "--disk", "4", "--disk", "5", "--disk", "6", "--disk", "7",
+		     "--disk", "8");
+	EXPECT_ERROR(CLI_BOOT, "at most 8 disks", "--disk", "1", "--disk", "2", "--disk", "3",
+		     "--disk", "4", "--disk", "5", "--disk", "6", "--disk", "7", "--disk", "8",
+		     "--disk", "9");
+}
+
+Test(cli, run_takes_every_flag_and_the_command)
+{
+	char err[256];
+	char put[] = "local.txt:/root/in.txt", get[] = "/root/out.txt:res:ult.txt";
+	char *argv[] = { "run", "--rootfs", "r.ext4", "--mem=512", "--cpus", "2", "--timeout", "30",
+			 "--env", "A=1", "--env=B=x=y", "--cwd", "/tmp", "--stdin", "-", "--put", put,
+			 "--get", get, "--json", "-v", "--max-output", "64K", "--max-get-bytes=2M",
+			 "--call-timeout", "9", "--", "ls" };
+
+	cr_assert_eq(cli_parse(&c, CLI_RUN, 28, argv, err, sizeof(err)), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.vm.rootfs, "r.ext4");
+	cr_assert_eq(c.vm.mem_mib, 512);
+	cr_assert_eq(c.vm.cpus, 2);
+	cr_assert_eq(c.run.timeout_s, 30);
+	cr_assert_eq(c.run.nenv, 2);
+	cr_assert_str_eq(c.run.env[1], "B=x=y");
+	cr_assert_str_eq(c.run.cwd, "/tmp");
+	cr_assert_str_eq(c.run.stdin_path, "-");
+	cr_assert_str_eq(c.run.puts[0].local, "local.txt");
+	cr_assert_str_eq(c.run.puts[0].guest, "/root/in.txt");
+	/* GUEST:LOCAL splits at the first colon: the local name may hold more. */
+	cr_assert_str_eq(c.run.gets[0].guest, "/root/out.txt");
+	cr_assert_str_eq(c.run.gets[0].local, "res:ult.txt");
+	cr_assert(c.run.json);
+	cr_assert_eq(c.verbose, 1);
+	cr_assert_eq(c.run.max_output, 64 << 10);
+	cr_assert_eq(c.run.max_get_bytes, 2 << 20);
+	cr_assert_eq(c.run.call_timeout_s, 9);
+	cr_assert_eq(c.run.argc, 1);
+	cr_assert_str_eq(c.run.argv[0], "ls");
+}
+
+Test(cli, run_defaults_bound_the_agent)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_RUN, err, "true"), CLI_OK, "%s", err);
+	cr_assert_eq(c.run.call_timeout_s, RUN_DEFAULT_CALL_TIMEOUT_S);
+	cr_assert_eq(c.run.max_get_bytes, RUN_DEFAULT_MAX_GET_BYTES);
+	cr_assert_eq(c.run.max_output, RUN_DEFAULT_MAX_OUTPUT);
+	EXPECT_ERROR(CLI_RUN, "bad --max-output '0'", "--max-output", "0", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --max-output '1X'", "--max-output", "1X", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --max-get-bytes", "--max-get-bytes", "99999999999T", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --call-timeout '0'", "--call-timeout", "0", "true");
+}
+
+Test(cli, the_command_starts_at_the_first_non_flag)
+{
+	char err[256];
+	char *a1[] = { "run", "--json", "sh", "-c", "echo --json" }, *a2[] = { "run", "--", "--json" };
+
+	cr_assert_eq(cli_parse(&c, CLI_RUN, 5, a1, err, sizeof(err)), CLI_OK, "%s", err);
+	cr_assert_eq(c.run.argc, 3);
+	cr_assert_str_eq(c.run.argv[1], "-c");
+	/* After --, even a flag-looking word is the command's. */
+	cr_assert_eq(cli_parse(&c, CLI_RUN, 3, a2, err, sizeof(err)), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.run.argv[0], "--json");
+	cr_assert_not(c.run.json);
+}
+
+Test(cli, run_mistakes)
+{
+	EXPECT_ERROR(CLI_RUN, "no command", "--json");
+	EXPECT_ERROR(CLI_RUN, "unknown option '--bogus'", "--bogus", "ls");
+	EXPECT_ERROR(CLI_RUN, "bad --timeout '0'", "--timeout", "0", "ls");
+	EXPECT_ERROR(CLI_RUN, "bad --timeout '5s'", "--timeout", "5s", "ls");
+	EXPECT_ERROR(CLI_RUN, "bad --env", "--env", "NOEQUALS", "ls");
+	EXPECT_ERROR(CLI_RUN, "bad --env", "--env", "=v", "ls");
+	EXPECT_ERROR(CLI_RUN, "takes no value", "--json=yes", "ls");
+	EXPECT_ERROR(CLI_RUN, "needs a value", "--cwd");
+	{
+		char rel[] = "a.txt:relative/path", nocolon[] = "a.txt", empty[] = ":/x";
+
+		EXPECT_ERROR(CLI_RUN, "absolute guest path", "--put", rel, "ls");
+		EXPECT_ERROR(CLI_RUN, "bad --put", "--put", nocolon, "ls");
+		EXPECT_ERROR(CLI_RUN, "bad --get", "--get", empty, "ls");
+	}
+}
+
+Test(cli, each_command_takes_only_its_flags)
+{
+	char err[256];
+
+	EXPECT_ERROR(CLI_EXEC, "unknown option '--rootfs'", "--vsock", "s", "--rootfs", "r", "ls");
+	EXPECT_ERROR(CLI_EXEC, "--vsock PATH is required", "ls");
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "--timeout", "3", "ls"), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.run.vsock, "s");
+	cr_assert_not(c.vm.vsock);
+	EXPECT_ERROR(CLI_RUN, "unknown option '--vsock'", "--vsock", "s", "ls");
+	EXPECT_ERROR(CLI_RUN, "unknown option '--console'", "--console", "ls");
+	cr_assert_eq(PARSE(CLI_CP, err, "--vsock", "s", "a", ":/b"), CLI_OK, "%s", err);
+	cr_assert_eq(c.run.argc, 2);
+	EXPECT_ERROR(CLI_CP, "takes SRC and DST", "--vsock", "s", "a");
+	EXPECT_ERROR(CLI_CP, "unknown option '--json'", "--vsock", "s", "--json", "a", ":/b");
+	EXPECT_ERROR(CLI_CP, "unknown option '--tty'", "--vsock", "s", "--tty", "a", ":/b");
+	EXPECT_ERROR(CLI_BOOT, "unknown option '--timeout'", "--timeout", "3");
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "--tty", "sh"), CLI_OK, "%s", err);
+	cr_assert(c.run.tty);
+}
+
+Test(cli, usage_lists_each_commands_own_options)
+{
+	char buf[8192];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	cr_assert_not_null(f);
+	cli_usage(CLI_RUN, f);
+	fclose(f);
+	cr_assert_not_null(strstr(buf, "--max-output BYTES"));
+	cr_assert_not_null(strstr(buf, "--put LOCAL:GUEST"));
+	cr_assert_null(strstr(buf, "--console"));
+	f = fmemopen(buf, sizeof(buf), "w");
+	cli_usage(CLI_BOOT, f);
+	fclose(f);
+	cr_assert_not_null(strstr(buf, "--console"));
+	cr_assert_null(strstr(buf, "--put"));
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fclose(fopen(path, "w"));
+}
+
+static void rm(const char *dir, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+Test(guest_files, default_guest_from_env)
+{
+	char dir[] = "/tmp/mayfly-guest-XXXXXX", err[256], path[4096];
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--mem", "64"), CLI_OK);
+	cr_assert_str_eq(c.vm.kernel, "");
+	/* An empty guest dir is not silently accepted... */
+	setenv("MAYFLY_GUEST_DIR", "/nonexistent-mayfly", 1);
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), -ENOENT);
+	cr_assert_not_null(strstr(err, "tools/build-guest"));
+	/* ...and a dir with both files provides both defaults. */
+	setenv("MAYFLY_GUEST_DIR", dir, 1);
+	touch(dir, "vmlinux");
+	touch(dir, "initramfs.cpio.gz");
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(strncmp(c.vm.kernel, dir, strlen(dir)), 0);
+	snprintf(path, sizeof(path), "%s/initramfs.cpio.gz", dir);
+	cr_assert_str_eq(c.vm.initrd, path);
+	/* An explicit --kernel wins and gets no default initrd... */
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k"), CLI_OK);
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0);
+	cr_assert_str_eq(c.vm.kernel, "k");
+	cr_assert_str_eq(c.vm.initrd, "");
+	/* ...and a rootfs is the root: no initramfs either. */
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--rootfs", "root.ext4"), CLI_OK);
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0);
+	cr_assert_neq(c.vm.kernel[0], '\0');
+	cr_assert_str_eq(c.vm.initrd, "");
+	rm(dir, "vmlinux");
+	rm(dir, "initramfs.cpio.gz");
+	rmdir(dir);
+	unsetenv("MAYFLY_GUEST_DIR");
+}

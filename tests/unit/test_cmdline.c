@@ -1,0 +1,88 @@
+/* test_cmdline.c - the guest's command line: built a parameter at a time, refused rather than cut; and config_check's limits. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cmdline.h"
+#include "config.h"
+
+Test(cmdline, starts_from_the_default_or_the_given_base)
+{
+	struct cmdline cl;
+
+	cmdline_init(&cl, "");
+	cr_assert_str_eq(cl.buf, CONFIG_DEFAULT_CMDLINE);
+	cmdline_init(&cl, "a=1");
+	cmdline_add(&cl, "b=%d", 2);
+	cmdline_add(&cl, "virtio_mmio.device=4K@0x%x:%u", 0xd0001000, 5);
+	cr_assert_str_eq(cl.buf, "a=1 b=2 virtio_mmio.device=4K@0xd0001000:5");
+	cr_assert_not(cl.too_long);
+}
+
+Test(cmdline, base64_keeps_a_shell_command_one_parameter)
+{
+	struct cmdline cl;
+
+	cmdline_init(&cl, "x");
+	cmdline_add_base64(&cl, "mayfly.cmd", "echo \"hi\"; exit 3");
+	cr_assert_str_eq(cl.buf, "x mayfly.cmd=ZWNobyAiaGkiOyBleGl0IDM=");
+	cmdline_init(&cl, "x");
+	cmdline_add_base64(&cl, "mayfly.cmd", "ab");
+	cr_assert_str_eq(cl.buf, "x mayfly.cmd=YWI=");
+	cmdline_init(&cl, "x");
+	cmdline_add_base64(&cl, "mayfly.cmd", "a");
+	cr_assert_str_eq(cl.buf, "x mayfly.cmd=YQ==");
+}
+
+Test(cmdline, a_line_that_does_not_fit_is_refused_whole)
+{
+	static char big[3000];
+	struct cmdline cl;
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[CONFIG_CMDLINE_MAX] = '\0';
+	cmdline_init(&cl, big);          /* 2048 bytes + NUL: one too many */
+	cr_assert(cl.too_long);
+	big[CONFIG_CMDLINE_MAX - 1] = '\0';
+	cmdline_init(&cl, big);          /* exactly the limit */
+	cr_assert_not(cl.too_long);
+	cmdline_add(&cl, "b");
+	cr_assert(cl.too_long);
+	cr_assert_eq(strlen(cl.buf), CONFIG_CMDLINE_MAX - 1, "nothing half-added");
+	/* base64 grows a command by 4/3: 1500 bytes no longer fit, 1400 do. */
+	big[1500] = '\0';
+	cmdline_init(&cl, "");
+	cmdline_add_base64(&cl, "mayfly.cmd", big);
+	cr_assert(cl.too_long);
+	big[1400] = '\0';
+	cmdline_init(&cl, "");
+	cmdline_add_base64(&cl, "mayfly.cmd", big);
+	cr_assert_not(cl.too_long);
+	cr_assert_eq(strlen(cl.buf), strlen(CONFIG_DEFAULT_CMDLINE) + 1 + 11 + 1868);
+}
+
+Test(config, check_holds_a_saved_config_to_the_same_limits)
+{
+	struct vm_config cfg;
+	char err[128];
+
+	config_init(&cfg);
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, "no kernel"));
+	CONFIG_SET(cfg.kernel, "k");
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), 0);
+	cfg.mem_mib = CONFIG_MAX_MEM_MIB + 1;
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cfg.mem_mib = 64;
+	cfg.cpus = CONFIG_MAX_CPUS + 1;
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cfg.cpus = 2;
+	cfg.nr_disks = CONFIG_MAX_DISKS;
+	CONFIG_SET(cfg.rootfs, "r");
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cfg.nr_disks = 0;
+	CONFIG_SET(cfg.id, "bad id");
+	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(config_set(cfg.id, sizeof(cfg.id), "012345678901234567890123456789012"),
+		     -ENAMETOOLONG);
+}

@@ -1,0 +1,379 @@
+/* cli.c - the one command-line front end: one option table and getopt_long for boot, run, exec and cp. */
+#include "cli.h"
+#include "num.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP };
+
+enum opt_id {
+	O_HELP = 'h', O_VERBOSE = 'v',
+	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CMDLINE_APPEND, O_INIT_CMD, O_ROOTFS, O_DISK,
+	O_MEM, O_CPUS, O_CONSOLE, O_ID, O_KVM_DEVICE, O_VSOCK, O_TIMEOUT, O_ENV, O_CWD,
+	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
+};
+
+struct cli_option {
+	const char *name;
+	int id;
+	unsigned cmds;             /* C_* bits: the commands that take it */
+	const char *arg;           /* value's name in the usage; NULL: a plain flag */
+	const char *help;          /* lines after the first start with '\n' */
+};
+
+/* The one table. An option that means something else for another command
+ * (--vsock) has one row per meaning. */
+static const struct cli_option options[] = {
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	  "(default: the guest kernel tools/build-guest built)" },
+	{ "initrd", O_INITRD, C_BOOT, "FILE",
+	  "initial ramdisk (default with the default kernel: its initramfs)" },
+	{ "cmdline", O_CMDLINE, C_BOOT, "STR", "kernel command line (default:\n\""
+	  CONFIG_DEFAULT_CMDLINE "\")" },
+	{ "cmdline-append", O_CMDLINE_APPEND, C_BOOT, "STR", "add to the kernel command line" },
+	{ "init-cmd", O_INIT_CMD, C_BOOT, "CMD", "shell command for the guest's init to run;\n"
+	  "mayfly then exits with its status" },
+	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
+	  "IMG is never written; the guest's writes vanish with the VM" },
+	{ "rootfs", O_ROOTFS, C_RUN, "IMG", "root image (default: the one tools/build-guest built)" },
+	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
+	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
+	{ "mem", O_MEM, C_BOOT | C_RUN, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN, "N", "vCPUs (default 1, at most 254)" },
+	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
+	  "(Ctrl-A x quits)" },
+	{ "id", O_ID, C_BOOT | C_RUN, "ID", "VM id shown in log lines (default: a random one)" },
+	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN, "PATH", "KVM device (default /dev/kvm)" },
+	{ "vsock", O_VSOCK, C_BOOT, "PATH", "add a virtio-vsock device (guest CID 3): host programs\n"
+	  "connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
+	  "guest connections to port P reach the socket PATH_P;\n"
+	  "the guest's init starts its agent (mayfly exec, mayfly cp)" },
+	{ "vsock", O_VSOCK, C_EXEC | C_CP, "PATH",
+	  "the socket of a VM started with mayfly boot --vsock PATH" },
+	{ "timeout", O_TIMEOUT, C_RUN | C_EXEC, "SEC", "kill CMD after SEC seconds (exit 124)" },
+	{ "env", O_ENV, C_RUN | C_EXEC, "K=V", "environment for CMD (repeatable; PATH has a default)" },
+	{ "cwd", O_CWD, C_RUN | C_EXEC, "DIR", "working directory in the guest (default /root)" },
+	{ "stdin", O_STDIN, C_RUN | C_EXEC, "FILE|-", "feed CMD's stdin from FILE or from ours" },
+	{ "put", O_PUT, C_RUN, "LOCAL:GUEST", "copy a file into the VM before CMD (repeatable)" },
+	{ "get", O_GET, C_RUN, "GUEST:LOCAL", "copy a file out of the VM after CMD (repeatable);\n"
+	  "LOCAL is replaced only once the whole file is in" },
+	{ "tty", O_TTY, C_RUN | C_EXEC, NULL, "run CMD on a pseudo-terminal, interactively (our\n"
+	  "terminal in raw mode, its size followed); one merged stream" },
+	{ "json", O_JSON, C_RUN | C_EXEC, NULL, "one JSON event per line on stdout (started, stdout,\n"
+	  "stderr, exit, timings, error) instead of the raw streams" },
+	{ "call-timeout", O_CALL_TIMEOUT, C_RUN | C_EXEC | C_CP, "SEC",
+	  "give up on the agent after SEC seconds for each call\n"
+	  "other than CMD itself: a file copy, the handshake (default 120)" },
+	{ "max-get-bytes", O_MAX_GET, C_RUN | C_CP, "BYTES",
+	  "refuse a file out of the VM larger than BYTES\n(K/M/G suffixes; default 1G)" },
+	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC, "BYTES",
+	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
+	  "is killed; the exit event says truncated (default 256M)" },
+	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP, NULL,
+	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP, NULL, "this text" },
+};
+#define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static const char *const intros[CLI_NR_CMDS] = {
+	[CLI_BOOT] = "usage: mayfly boot [options]\n\n"
+		"Boot a microVM and stream its serial console to stdout.\n",
+	[CLI_RUN] = "usage: mayfly run [options] [--] CMD [ARG...]\n\n"
+		"Boot a fresh microVM from the copy-on-write rootfs, run CMD in it through the\n"
+		"guest agent, stream its stdout and stderr here, tear the VM down, and exit\n"
+		"with CMD's exit code.\n",
+	[CLI_EXEC] = "usage: mayfly exec --vsock PATH [options] [--] CMD [ARG...]\n\n"
+		"Run CMD in a VM started with `mayfly boot --vsock PATH` (several calls, one VM).\n",
+	[CLI_CP] = "usage: mayfly cp --vsock PATH [options] SRC DST\n\n"
+		"Copy a file into or out of a VM started with `mayfly boot --vsock PATH`.\n"
+		"The guest side is written :/absolute/path, e.g. mayfly cp --vsock s ./a :/root/a\n",
+};
+
+static const char *const trailers[CLI_NR_CMDS] = {
+	[CLI_BOOT] = "Exit: 0 guest reset or powered off (with --init-cmd: the command's status),\n"
+		"1 internal error, 2 bad usage, 3 bad kernel, initrd or disk, 4 no usable\n"
+		"/dev/kvm, 5 KVM lacks a capability, 6 guest triple fault, 7 KVM error,\n"
+		"8 guest panic, 128+N stopped by signal N.\n",
+	[CLI_RUN] = "A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
+		"Exit: CMD's code; 124 timed out, 125 mayfly or the VM failed, 126 the agent\n"
+		"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n",
+	[CLI_EXEC] = "Exit: as mayfly run.\n",
+	[CLI_CP] = "Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n",
+};
+
+void cli_usage(enum cli_cmd cmd, FILE *out)
+{
+	fputs(intros[cmd], out);
+	fputc('\n', out);
+	for (size_t i = 0; i < NR_OPTIONS; i++) {
+		const struct cli_option *o = &options[i];
+		char head[64];
+		const char *h = o->help;
+
+		if (!(o->cmds & (1u << cmd)))
+			continue;
+		if (o->id == O_VERBOSE || o->id == O_HELP)
+			snprintf(head, sizeof(head), "  -%c, --%s", o->id, o->name);
+		else
+			snprintf(head, sizeof(head), "  --%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		/* The help column starts at 22; a long head gets a line of its own. */
+		fprintf(out, "%-21s", head);
+		if (strlen(head) > 20)
+			fprintf(out, "\n%21s", "");
+		for (; *h; h++) {
+			fputc(*h, out);
+			if (*h == '\n')
+				fprintf(out, "%21s", "");
+		}
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	fputs(trailers[cmd], out);
+}
+
+static enum cli_result fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static enum cli_result fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return CLI_ERROR;
+}
+
+/* The one way a number is read from the command line. */
+static enum cli_result number(const char *name, const char *val, uint64_t min, uint64_t max,
+			      bool size, uint64_t *out, char *err, size_t errlen)
+{
+	int rc = size ? num_parse_size(val, min, max, out) : num_parse_u64(val, min, max, out);
+
+	if (rc == -EINVAL)
+		return fail(err, errlen, "bad --%s '%s': not a whole number%s", name, val,
+			    size ? " (with an optional K, M, G or T)" : "");
+	if (rc)
+		return fail(err, errlen, "bad --%s '%s': must be from %llu to %llu%s", name, val,
+			    (unsigned long long)min, (unsigned long long)max, size ? " bytes" : "");
+	return CLI_OK;
+}
+
+static enum cli_result set(char *field, size_t cap, const char *name, const char *val,
+			   char *err, size_t errlen)
+{
+	if (config_set(field, cap, val))
+		return fail(err, errlen, "--%s is longer than %zu bytes", name, cap - 1);
+	return CLI_OK;
+}
+#define SET(field, name, val) set(field, sizeof(field), name, val, err, errlen)
+
+/* --disk PATH[,ro|,rw]: a comma is only ever the option's. */
+static enum cli_result add_disk(struct vm_config *vm, const char *val, char *err, size_t errlen)
+{
+	const char *comma = strchr(val, ',');
+	size_t len = comma ? (size_t)(comma - val) : strlen(val);
+	struct disk_config *d;
+
+	if (vm->nr_disks >= CONFIG_MAX_DISKS)
+		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
+	if (!len || (comma && strcmp(comma, ",ro") && strcmp(comma, ",rw")))
+		return fail(err, errlen, "bad --disk '%s': want PATH, PATH,ro or PATH,rw", val);
+	d = &vm->disks[vm->nr_disks];
+	if (len >= sizeof(d->path))
+		return fail(err, errlen, "--disk is longer than %zu bytes", sizeof(d->path) - 1);
+	memcpy(d->path, val, len);
+	d->path[len] = '\0';
+	d->read_only = comma && !strcmp(comma, ",ro");
+	vm->nr_disks++;
+	return CLI_OK;
+}
+
+/* Split "A:B" at the first (--get: GUEST:LOCAL) or last (--put:
+ * LOCAL:GUEST) colon; both halves non-empty, the guest half absolute. */
+static enum cli_result add_file(struct run_opts *r, bool get, char *val, char *err, size_t errlen)
+{
+	int *cnt = get ? &r->nget : &r->nput;
+	struct run_file *f = get ? &r->gets[*cnt] : &r->puts[*cnt];
+	char *colon = get ? strchr(val, ':') : strrchr(val, ':');
+
+	if (*cnt >= RUN_MAX_FILES)
+		return fail(err, errlen, "at most %d --%s", RUN_MAX_FILES, get ? "get" : "put");
+	if (!colon || colon == val || !colon[1] || (get ? val : colon + 1)[0] != '/')
+		return fail(err, errlen, "bad --%s '%s': want %s with an absolute guest path",
+			    get ? "get" : "put", val, get ? "GUEST:LOCAL" : "LOCAL:GUEST");
+	*colon = '\0';
+	f->guest = get ? val : colon + 1;
+	f->local = get ? colon + 1 : val;
+	(*cnt)++;
+	return CLI_OK;
+}
+
+static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val, char *err,
+			     size_t errlen)
+{
+	struct vm_config *vm = &c->vm;
+	struct run_opts *r = &c->run;
+	uint64_t n = 0;
+
+	switch (id) {
+	case O_KERNEL: return SET(vm->kernel, "kernel", val);
+	case O_INITRD: return SET(vm->initrd, "initrd", val);
+	case O_CMDLINE: return SET(vm->cmdline, "cmdline", val);
+	case O_CMDLINE_APPEND: return SET(vm->cmdline_append, "cmdline-append", val);
+	case O_INIT_CMD: return SET(vm->init_cmd, "init-cmd", val);
+	case O_ROOTFS:
+		if (!*val)
+			return fail(err, errlen, "--rootfs needs an image path");
+		return SET(vm->rootfs, "rootfs", val);
+	case O_DISK: return add_disk(vm, val, err, errlen);
+	case O_MEM:
+		if (number("mem", val, 1, CONFIG_MAX_MEM_MIB, false, &vm->mem_mib, err, errlen))
+			return CLI_ERROR;
+		return CLI_OK;
+	case O_CPUS:
+		if (number("cpus", val, 1, CONFIG_MAX_CPUS, false, &n, err, errlen))
+			return CLI_ERROR;
+		vm->cpus = (unsigned)n;
+		return CLI_OK;
+	case O_CONSOLE: vm->console = true; return CLI_OK;
+	case O_ID:
+		if (!config_id_valid(val))
+			return fail(err, errlen, "bad --id '%s': 1-32 of [A-Za-z0-9._-]", val);
+		return SET(vm->id, "id", val);
+	case O_KVM_DEVICE: return SET(vm->kvm_device, "kvm-device", val);
+	case O_VSOCK:
+		if (!*val || strlen(val) > CONFIG_VSOCK_PATH_MAX)
+			return fail(err, errlen, "--vsock needs a socket path of 1-%d bytes",
+				    CONFIG_VSOCK_PATH_MAX);
+		if (cmd != CLI_BOOT) {
+			r->vsock = val;
+			return CLI_OK;
+		}
+		vm->vsock = true;
+		return SET(vm->vsock_path, "vsock", val);
+	case O_TIMEOUT:
+		if (number("timeout", val, 1, RUN_MAX_TIMEOUT_S, false, &n, err, errlen))
+			return CLI_ERROR;
+		r->timeout_s = (unsigned)n;
+		return CLI_OK;
+	case O_CALL_TIMEOUT:
+		if (number("call-timeout", val, 1, RUN_MAX_TIMEOUT_S, false, &n, err, errlen))
+			return CLI_ERROR;
+		r->call_timeout_s = (unsigned)n;
+		return CLI_OK;
+	case O_MAX_GET:
+		return number("max-get-bytes", val, 1, 1ULL << 50, true, &r->max_get_bytes, err,
+			      errlen);
+	case O_MAX_OUTPUT:
+		return number("max-output", val, 1, 1ULL << 50, true, &r->max_output, err, errlen);
+	case O_ENV:
+		if (!strchr(val, '=') || val[0] == '=')
+			return fail(err, errlen, "bad --env '%s': want KEY=VALUE", val);
+		if (r->nenv >= RUN_MAX_ENV)
+			return fail(err, errlen, "at most %d --env", RUN_MAX_ENV);
+		r->env[r->nenv++] = val;
+		return CLI_OK;
+	case O_CWD: r->cwd = val; return CLI_OK;
+	case O_STDIN: r->stdin_path = val; return CLI_OK;
+	case O_PUT: return add_file(r, false, val, err, errlen);
+	case O_GET: return add_file(r, true, val, err, errlen);
+	case O_TTY: r->tty = true; return CLI_OK;
+	case O_JSON: r->json = true; return CLI_OK;
+	case O_VERBOSE:
+		if (vm->log_level < LOG_DEBUG)
+			vm->log_level++;
+		c->verbose++;
+		return CLI_OK;
+	}
+	return fail(err, errlen, "internal: option %d has no handler", id);
+}
+
+/* Which option a failed getopt_long call was about, for the message. */
+static const char *offender(char **argv, int index, char *buf, size_t len)
+{
+	const char *arg = argv[index];
+	const char *eq = strchr(arg, '=');
+
+	snprintf(buf, len, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+	return buf;
+}
+
+static void defaults(struct cli *c)
+{
+	memset(c, 0, sizeof(*c));
+	config_init(&c->vm);
+	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;
+	c->run.max_get_bytes = RUN_DEFAULT_MAX_GET_BYTES;
+	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;
+}
+
+enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
+			  size_t errlen)
+{
+	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp" };
+	struct option longopts[NR_OPTIONS + 1];
+	size_t n = 0;
+	char what[64];
+	int id;
+
+	defaults(c);
+	for (size_t i = 0; i < NR_OPTIONS; i++)
+		if (options[i].cmds & (1u << cmd))
+			longopts[n++] = (struct option){ options[i].name,
+							 options[i].arg ? required_argument : no_argument,
+							 NULL, options[i].id };
+	longopts[n] = (struct option){ 0 };
+
+	/* "+": the command starts at the first argument that is not an
+	 * option; ":": a missing value is reported apart from an unknown
+	 * option; opterr 0: every message is ours, one line. optind 0 makes
+	 * glibc start afresh (tests parse many times in one process). */
+	opterr = 0;
+	optind = 0;
+	while ((id = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1) {
+		if (id == '?') {
+			if (optopt && optopt != '?' && strchr(argv[optind - 1], '='))
+				return fail(err, errlen, "option %s takes no value",
+					    offender(argv, optind - 1, what, sizeof(what)));
+			if (optopt && optopt < 256)
+				return fail(err, errlen, "unknown option '-%c' (see mayfly %s --help)",
+					    optopt, names[cmd]);
+			return fail(err, errlen, "unknown option '%s' (see mayfly %s --help)",
+				    offender(argv, optind - 1, what, sizeof(what)), names[cmd]);
+		}
+		if (id == ':')
+			return fail(err, errlen, "option %s needs a value",
+				    offender(argv, optind - 1, what, sizeof(what)));
+		if (id == O_HELP)
+			return CLI_HELP;
+		if (apply(c, cmd, id, optarg, err, errlen))
+			return CLI_ERROR;
+	}
+	c->run.argv = argv + optind;
+	c->run.argc = argc - optind;
+	switch (cmd) {
+	case CLI_BOOT:
+		if (c->run.argc)
+			return fail(err, errlen, "unexpected argument '%s' (see mayfly boot --help)",
+				    argv[optind]);
+		break;
+	case CLI_CP:
+		if (c->run.argc != 2)
+			return fail(err, errlen, "mayfly cp takes SRC and DST, one of them :GUEST_PATH");
+		break;
+	default:
+		if (c->run.argc < 1)
+			return fail(err, errlen, "no command given (mayfly %s [options] -- CMD [ARG...])",
+				    names[cmd]);
+	}
+	if ((cmd == CLI_EXEC || cmd == CLI_CP) && !c->run.vsock)
+		return fail(err, errlen, "--vsock PATH is required (the socket of a VM started "
+			    "with mayfly boot --vsock PATH)");
+	if (c->vm.nr_disks + (c->vm.rootfs[0] ? 1 : 0) > CONFIG_MAX_DISKS)
+		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
+	return CLI_OK;
+}

@@ -1,0 +1,37 @@
+/* cli.h - the one command-line front end: every command's flags, from one option table, into one typed request. */
+#ifndef MAYFLY_CLI_H
+#define MAYFLY_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "agent/run_opts.h"
+
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_NR_CMDS };
+
+/* A parsed command line. vm is what boot and run build (run adds its own
+ * rootfs and vsock); run is the agent call of run, exec and cp. Strings in
+ * run point into argv, which cli_parse may split in place (--put, --get). */
+struct cli {
+	struct vm_config vm;
+	struct run_opts run;
+	int verbose;               /* -v count; vm.log_level follows it */
+};
+
+enum cli_result {
+	CLI_OK = 0,
+	CLI_HELP = 1,              /* --help: print cli_usage, exit 0 */
+	CLI_ERROR = -1,            /* err holds one line, no newline */
+};
+
+/* Parse argv[1..argc) of `cmd` (argv[0] is the command's name) with
+ * getopt_long: "--flag value" and "--flag=value", flags before the
+ * command (run, exec) or the two paths (cp). Defaults as documented. */
+enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
+			  size_t errlen);
+
+/* Print `cmd`'s usage, options generated from the same table. */
+void cli_usage(enum cli_cmd cmd, FILE *out);
+
+#endif

@@ -1,0 +1,64 @@
+/* guest_files.c - where the default guest that tools/build-guest builds is found (the only file-system lookup of the front end). */
+#include "guest_files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Where tools/build-guest leaves the default guest, in search order. */
+static const char *candidate(int i)
+{
+	switch (i) {
+	case 0: return getenv("MAYFLY_GUEST_DIR");
+#ifdef MAYFLY_DEV_GUEST_DIR
+	case 1: return MAYFLY_DEV_GUEST_DIR;
+#endif
+#ifdef MAYFLY_INSTALLED_GUEST_DIR
+	case 2: return MAYFLY_INSTALLED_GUEST_DIR;
+#endif
+	default: return NULL;
+	}
+}
+
+int guest_files_find(const char *name, char *out, size_t len)
+{
+	const char *env = getenv("MAYFLY_GUEST_DIR");
+
+	for (int i = 0; i < 3; i++) {
+		const char *dir = candidate(i);
+		int n;
+
+		if (i > 0 && env && *env)
+			break;   /* an explicit MAYFLY_GUEST_DIR is the only place looked at */
+		if (!dir || !*dir)
+			continue;
+		n = snprintf(out, len, "%s/%s", dir, name);
+		if (n > 0 && (size_t)n < len && access(out, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen)
+{
+	char initrd[CONFIG_PATH_MAX];
+	const char *slash;
+
+	if (cfg->kernel[0])
+		return 0;
+	if (guest_files_find("vmlinux", cfg->kernel, sizeof(cfg->kernel))) {
+		cfg->kernel[0] = '\0';
+		snprintf(err, errlen, "no --kernel given and no default guest kernel found "
+			 "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+		return -ENOENT;
+	}
+	/* The initramfs of the same guest: beside the kernel found. */
+	slash = strrchr(cfg->kernel, '/');
+	snprintf(initrd, sizeof(initrd), "%.*s/initramfs.cpio.gz", (int)(slash - cfg->kernel),
+		 cfg->kernel);
+	if (!cfg->initrd[0] && !cfg->rootfs[0] && access(initrd, R_OK) == 0)
+		CONFIG_SET(cfg->initrd, initrd);
+	return 0;
+}
