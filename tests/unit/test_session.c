@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent/session.h"
@@ -220,16 +221,38 @@ Test(session, frames_for_other_requests_are_ignored)
 	cr_assert_eq(res.exit_code, 137);
 }
 
-/* An agent that sends output forever (until the test ends). */
+/* Output frames for process 1, many to a write, as fast as the host
+ * takes them, until the test ends or (signal_ends) a SIGNAL arrives. */
+static void flood_frames(struct fake_agent *fa, bool signal_ends)
+{
+	static _Thread_local uint8_t block[256 * 1024];
+	size_t len = 0;
+
+	while (len + 80 <= sizeof(block)) {
+		struct proto_writer w;
+
+		proto_begin(&w, block + len, sizeof(block) - len, PROTO_STDOUT, 1);
+		proto_put_bytes(&w, "spam spam spam spam spam spam spam spam spam spam\n", 50);
+		len += (size_t)proto_end(&w);
+	}
+	while (!atomic_load(&fa->stop) && !(signal_ends && atomic_load(&fa->signals))) {
+		for (size_t off = 0; off < len;) {
+			ssize_t n = send(fa->fd, block + off, len - off, MSG_NOSIGNAL);
+
+			if (n <= 0)
+				return;
+			off += (size_t)n;
+		}
+		fake_read_frames(fa, 0);
+	}
+}
+
 static void flood(struct fake_agent *fa)
 {
-	static const char chunk[64] = "spam spam spam\n";
 	uint32_t pid = 7;
 
-	if (!fake_send(fa, PROTO_EXEC_STARTED, 1, fill_u32, &pid))
-		return;
-	while (!atomic_load(&fa->stop) && fake_send_bytes(fa, PROTO_STDOUT, 1, chunk, sizeof(chunk)))
-		fake_read_frames(fa, 0);
+	if (fake_send(fa, PROTO_EXEC_STARTED, 1, fill_u32, &pid))
+		flood_frames(fa, false);
 }
 
 /* Finding 1: a guest that keeps sending frames must not defeat the deadline. */
@@ -244,6 +267,10 @@ Test(session, a_flooding_agent_cannot_defeat_the_deadline)
 	close(devnull[0]);
 	spec.out_fd = devnull[1];   /* EPIPE: dropped, the command goes on */
 	signal(SIGPIPE, SIG_IGN);
+	/* JSON makes each frame cost the host more than the agent: frames are
+	 * always waiting, as with a guest that floods. */
+	spec.json = true;
+	spec.json_out = fopen("/dev/null", "w");
 	fake_start(&a, flood, NULL);
 	spec.deadline_ns = t0 + 300 * MS;
 	run(&spec, &res);
@@ -251,21 +278,17 @@ Test(session, a_flooding_agent_cannot_defeat_the_deadline)
 	cr_assert_lt(clock_now_ns() - t0, 3000 * MS, "returned %llu ms after a 300 ms deadline",
 		     (unsigned long long)((clock_now_ns() - t0) / MS));
 	close(devnull[1]);
+	fclose(spec.json_out);
 }
 
 /* An agent that floods until it sees a SIGNAL, then exits by it. */
 static void flood_until_signalled(struct fake_agent *fa)
 {
-	static const char chunk[64] = "spam\n";
 	uint32_t pid = 7, e[3] = { PROTO_EXIT_SIGNAL, 0, 0 };
 
 	if (!fake_send(fa, PROTO_EXEC_STARTED, 1, fill_u32, &pid))
 		return;
-	while (!atomic_load(&fa->stop) && !atomic_load(&fa->signals)) {
-		if (!fake_send_bytes(fa, PROTO_STDOUT, 1, chunk, sizeof(chunk)))
-			return;
-		fake_read_frames(fa, 0);
-	}
+	flood_frames(fa, true);
 	e[2] = atomic_load(&fa->last_signal);
 	fake_send(fa, PROTO_EXIT, 1, fill_exit, e);
 }
@@ -283,6 +306,8 @@ Test(session, a_signal_is_passed_on_while_frames_keep_coming)
 	close(out[0]);
 	signal(SIGPIPE, SIG_IGN);
 	spec.out_fd = out[1];
+	spec.json = true;
+	spec.json_out = fopen("/dev/null", "w");
 	spec.signal_fd = sigs[0];
 	spec.deadline_ns = clock_now_ns() + 20000 * MS;
 	cr_assert_eq(write(sigs[1], &term, 1), 1);
@@ -290,6 +315,7 @@ Test(session, a_signal_is_passed_on_while_frames_keep_coming)
 	run(&spec, &res);
 	cr_assert_eq(res.exit_code, 128 + SIGTERM, "%d: %s", res.exit_code, res.error);
 	cr_assert_eq(atomic_load(&a.last_signal), SIGTERM);
+	fclose(spec.json_out);
 	close(sigs[0]);
 	close(sigs[1]);
 	close(out[1]);
