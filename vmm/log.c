@@ -57,6 +57,8 @@ size_t log_escape(char *out, size_t cap, const char *msg)
 
 /* level < 0: a log_say line, with no VM id or level. */
 static void log_vmsg(int level, const char *suffix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void log_vmsg(int level, const char *suffix, const char *fmt, va_list ap)
 {
 	char msg[LOG_LINE_MAX], line[LOG_LINE_MAX + 64];
 	int n;
