@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #define FRAME_MAX (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD)
-#define RECV_CAP  (FRAME_MAX + 65536)
+/* Room for a partial frame plus a whole one after it: see client_recv. */
+#define RECV_CAP  (2 * FRAME_MAX)
 
 static uint8_t wbuf[FRAME_MAX];
 static struct proto_writer writer;
@@ -38,15 +39,21 @@ static const char *agent_path(void)
 	return p;
 }
 
-static void spawn_agent(struct client *c, char *const *args)
+/* Fork and exec the agent; conn >= 0 becomes its fd 10 (for --fd 10). */
+static void spawn_agent(struct client *c, char *const *args, int conn)
 {
+	/* Asserted here: an assert in the forked child would report from a stranger. */
+	const char *path = agent_path();
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		/* Never outlive the test, whatever happens to it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execv(agent_path(), args);
+		/* dup2 onto itself would keep CLOEXEC: clear it explicitly. */
+		if (conn >= 0 && (dup2(conn, 10) < 0 || fcntl(10, F_SETFD, 0) < 0))
+			_exit(127);
+		execv(path, args);
 		_exit(127);
 	}
 	c->agent = pid;
@@ -59,8 +66,7 @@ static void client_init(struct client *c)
 	strcpy(c->dir, "/tmp/mayfly-agent-test.XXXXXX");
 	cr_assert_not_null(mkdtemp(c->dir));
 	c->buf = malloc(RECV_CAP);
-	c->fbuf = malloc(FRAME_MAX);
-	cr_assert(c->buf && c->fbuf);
+	cr_assert_not_null(c->buf);
 }
 
 static void hello(struct client *c)
@@ -78,26 +84,13 @@ static void hello(struct client *c)
 void client_start(struct client *c)
 {
 	int sv[2];
-	char fdarg[16];
 
 	client_init(c);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	/* The agent's end, moved to fd 10 without CLOEXEC in the child below. */
-	snprintf(fdarg, sizeof(fdarg), "%d", 10);
 	{
-		char *args[] = { "mayfly-agent", "--fd", fdarg, "--home", c->dir, NULL };
-		pid_t pid = fork();
+		char *args[] = { "mayfly-agent", "--fd", "10", "--home", c->dir, NULL };
 
-		cr_assert_geq(pid, 0);
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			/* dup2 onto itself would keep CLOEXEC: clear it explicitly. */
-			if (dup2(sv[1], 10) < 0 || fcntl(10, F_SETFD, 0) < 0)
-				_exit(127);
-			execv(agent_path(), args);
-			_exit(127);
-		}
-		c->agent = pid;
+		spawn_agent(c, args, sv[1]);
 	}
 	close(sv[1]);
 	c->fd = sv[0];
@@ -121,7 +114,7 @@ int client_connect(struct client *c, bool do_hello)
 		usleep(2000);
 	}
 	c->fd = fd;
-	c->len = 0;
+	c->off = c->len = 0;
 	if (do_hello)
 		hello(c);
 	return fd;
@@ -134,7 +127,7 @@ void client_start_unix(struct client *c)
 	{
 		char *args[] = { "mayfly-agent", "--unix", c->sock, "--home", c->dir, NULL };
 
-		spawn_agent(c, args);
+		spawn_agent(c, args, -1);
 	}
 	client_connect(c, true);
 }
@@ -159,7 +152,6 @@ void client_stop(struct client *c)
 	if (system(cmd) != 0)
 		cr_log_warn("could not remove %s", c->dir);
 	free(c->buf);
-	free(c->fbuf);
 }
 
 struct proto_writer *client_begin(uint8_t type, uint32_t id)
@@ -199,14 +191,23 @@ int client_recv(struct client *c, int timeout_ms)
 	int rc;
 
 	for (;;) {
-		rc = proto_frame_decode(c->buf, c->len, &c->f);
+		/* Frames are consumed in place: c->f.payload points into c->buf. */
+		rc = proto_frame_decode(c->buf + c->off, c->len - c->off, &c->f);
 		cr_assert_geq(rc, 0, "the agent sent a malformed frame");
 		if (rc > 0) {
-			memcpy(c->fbuf, c->buf, (size_t)rc);
-			c->f.payload = c->fbuf + PROTO_HEADER_LEN;
-			memmove(c->buf, c->buf + rc, c->len - (size_t)rc);
-			c->len -= (size_t)rc;
+			c->off += (size_t)rc;
 			return 1;
+		}
+		/*
+		 * A partial frame at off: move it to the front only when the room
+		 * left after it could not take a whole frame. The frame before it
+		 * was consumed since the last move, so each move is shorter than
+		 * the bytes received since: the copying stays linear in the volume.
+		 */
+		if (RECV_CAP - c->len < FRAME_MAX) {
+			memmove(c->buf, c->buf + c->off, c->len - c->off);
+			c->len -= c->off;
+			c->off = 0;
 		}
 		uint64_t now = mono_ms();
 
@@ -294,10 +295,17 @@ void client_stdin(struct client *c, uint32_t id, const void *data, uint32_t len)
 	client_send(c, &writer);
 }
 
-static void append(char **s, size_t *len, const uint8_t *data, uint32_t n)
+void client_append(char **s, size_t *len, size_t *cap, const void *data, size_t n)
 {
-	*s = realloc(*s, *len + n + 1);
-	cr_assert_not_null(*s);
+	if (*cap - *len < n + 1 || !*s) {
+		size_t want = *cap ? *cap : 4096;
+
+		while (want - *len < n + 1)
+			want *= 2;
+		*s = realloc(*s, want);
+		cr_assert_not_null(*s);
+		*cap = want;
+	}
 	memcpy(*s + *len, data, n);
 	*len += n;
 	(*s)[*len] = '\0';
@@ -358,9 +366,9 @@ void client_collect(struct client *c, struct run *runs, int n, int timeout_ms)
 			if (!r->first_output_seq)
 				r->first_output_seq = seq;
 			if (c->f.type == PROTO_STDOUT)
-				append(&r->out, &r->out_len, data, len);
+				client_append(&r->out, &r->out_len, &r->out_cap, data, len);
 			else
-				append(&r->err, &r->err_len, data, len);
+				client_append(&r->err, &r->err_len, &r->err_cap, data, len);
 			break;
 		case PROTO_EXIT:
 			cr_assert(r->started, "EXIT before EXEC_STARTED");
@@ -395,4 +403,5 @@ void run_free(struct run *r)
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
+	r->out_len = r->err_len = r->out_cap = r->err_cap = 0;
 }

@@ -15,10 +15,10 @@ struct client {
 	int fd;
 	char dir[64];               /* a temp dir: the socket, and files for the test */
 	char sock[128];             /* --unix path, "" in --fd mode */
-	uint8_t *buf;               /* received bytes not yet returned as frames */
-	size_t len;
-	struct proto_frame f;       /* the last frame from client_recv */
-	uint8_t *fbuf;              /* f's bytes (f.payload points in here) */
+	uint8_t *buf;               /* received bytes; buf[off..len) not yet returned as frames */
+	size_t off, len;
+	struct proto_frame f;       /* the last frame from client_recv; f.payload points
+	                             * into buf and stays valid until the next client_recv */
 };
 
 /* Start the agent ($MAYFLY_AGENT) serving a socketpair (--fd), HELLO done. */
@@ -36,7 +36,8 @@ void client_send(struct client *c, struct proto_writer *w);
 /* Writer over a static buffer, begun for (type, id). */
 struct proto_writer *client_begin(uint8_t type, uint32_t id);
 
-/* Next frame into c->f: 1, or 0 on EOF, or -ETIMEDOUT after timeout_ms. */
+/* Next frame into c->f: 1, or 0 on EOF, or -ETIMEDOUT after timeout_ms.
+ * Each received byte is copied at most about twice, whatever the volume. */
 int client_recv(struct client *c, int timeout_ms);
 /* Next frame, which must have this type and id (asserts). */
 void client_expect(struct client *c, uint8_t type, uint32_t id);
@@ -59,6 +60,7 @@ struct run {
 	uint32_t pid;
 	char *out, *err;            /* NUL-terminated for convenience */
 	size_t out_len, err_len;
+	size_t out_cap, err_cap;
 	uint32_t kind, signo;
 	int32_t code;
 	uint64_t duration_us;
@@ -74,5 +76,10 @@ void client_collect(struct client *c, struct run *runs, int n, int timeout_ms);
 void client_run(struct client *c, struct run *r, uint32_t flags, uint32_t timeout_ms,
 		const char *cwd, char *const *argv, char *const *envp);
 void run_free(struct run *r);
+
+/* Append data[0..n) to the growing, NUL-terminated *s of *len bytes and *cap
+ * allocated. Capacity doubles, so gathering N bytes copies O(N), not O(N^2)
+ * (under ASan every realloc copies). Asserts on allocation failure. */
+void client_append(char **s, size_t *len, size_t *cap, const void *data, size_t n);
 
 #endif

@@ -333,8 +333,14 @@ Test(exec, a_host_that_does_not_read_stops_the_child_not_the_agent_memory)
 	client_collect(&c, &r, 1, 20000);
 	cr_assert_eq(r.out_len, 32u << 20);
 	cr_assert_eq(r.code, 0);
-	for (size_t i = 0; i < r.out_len; i++)
-		cr_assert_eq(r.out[i], 0);
+	/* One check over the whole output: an assert per byte costs seconds under ASan. */
+	{
+		const char *bad = r.out;
+
+		while (bad < r.out + r.out_len && *bad == 0)
+			bad++;
+		cr_assert_eq(bad, r.out + r.out_len, "a non-zero byte at offset %td", bad - r.out);
+	}
 	run_free(&r);
 }
 

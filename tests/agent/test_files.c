@@ -80,9 +80,10 @@ static void write_file(uint32_t id, const char *path, uint32_t mode, uint32_t fl
 /* FILE_READ: the FILE_DATA chunks, then FILE_END. Returns a malloc'd copy. */
 static uint8_t *read_file(uint32_t id, const char *path, size_t *len)
 {
-	uint8_t *data = NULL;
+	char *data = NULL;
 	struct proto_reader r;
 	const uint8_t *p;
+	size_t cap = 0;
 	uint32_t n;
 
 	*len = 0;
@@ -96,12 +97,10 @@ static uint8_t *read_file(uint32_t id, const char *path, size_t *len)
 		proto_reader_init(&r, &c.f);
 		cr_assert(proto_get_bytes(&r, &p, &n) && proto_done(&r));
 		cr_assert_leq(n, PROTO_CHUNK);
-		data = realloc(data, *len + n + 1);
-		memcpy(data + *len, p, n);
-		*len += n;
+		client_append(&data, len, &cap, p, n);
 	}
 	cr_assert_eq(c.f.payload_len, 0);
-	return data;
+	return (uint8_t *)data;
 }
 
 static struct proto_stat stat_path(uint32_t id, const char *path)
