@@ -246,3 +246,47 @@ Test(vsock_close, connection_cap)
 	expect_rx(&p, OP_RST);   /* extra's REQUEST had gone out */
 	close(lfd);
 }
+
+/* The guest closes 200 connections at once (SHUTDOWN both ways on each)
+ * and is slow to give rx buffers, slower than the linger time: every one
+ * still gets its RST, exactly once; until then each is only a closed
+ * connection counted against the cap. */
+Test(vsock_close, teardown_of_many_connections_every_rst_delivered)
+{
+	enum { N = 200 };
+	static struct gconn gcs[N];
+	static int fds[N];
+	static bool seen[N];
+	int rsts = 0;
+
+	vs->linger_ms = 20;
+	guest_init(FEAT_VERSION_1);
+	for (int i = 0; i < N; i++) {
+		rx_post(1, RX_DEFAULT);
+		fds[i] = host_conn(&gcs[i], 1000 + (uint32_t)i);
+	}
+	for (int i = 0; i < N; i++)
+		gsend(&gcs[i], OP_SHUTDOWN, SHUT_RCV_F | SHUT_SEND_F, NULL, 0);
+	for (int i = 0; i < N; i++)
+		expect_closed(fds[i]);
+	spin_ms(100);   /* well past the linger time */
+	cr_assert_leq(vs->nr_conns, N);
+	while (rsts < N && rxq.nr_free >= 4) {   /* until the device keeps buffers unused */
+		rx_post(4, RX_DEFAULT);
+		spin();
+		while (rx_get(&p)) {
+			uint32_t i = p.dst_port - 1000;
+
+			cr_assert_eq(p.op, OP_RST, "op %u", p.op);
+			cr_assert_lt(i, N, "RST to guest port %u", p.dst_port);
+			cr_assert_eq(p.src_port, gcs[i].hport);
+			cr_assert_not(seen[i], "two RSTs to guest port %u", p.dst_port);
+			seen[i] = true;
+			rsts++;
+		}
+	}
+	cr_assert_eq(rsts, N, "%d of %d connections heard their RST", rsts, N);
+	cr_assert_eq(vs->nr_conns, 0);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+}

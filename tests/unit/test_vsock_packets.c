@@ -26,22 +26,56 @@ Test(vsock_packets, rst_for_unknown_connection)
 	expect_no_rx();
 }
 
-/* RSTs owed while the guest posts no buffers are bounded, then delivered. */
-Test(vsock_packets, rsts_bounded_without_rx_buffers)
+/* A guest floods packets on no connection (and REQUESTs nobody listens
+ * for) while giving a few rx buffers at a time: every one of them gets its
+ * RST, exactly once. The device owes at most its ring of RSTs and takes no
+ * more tx chains than it can answer: the guest's tx queue waits, the host
+ * holds nothing more. */
+Test(vsock_packets, rst_flood_every_rst_delivered)
 {
-	struct gconn gc = { .gport = 41, .hport = 42, .buf_alloc = DEV_BUF };
-	int n = 0;
+	static const uint16_t ops[] = { OP_RW, OP_SHUTDOWN, OP_CREDIT_UPDATE, OP_RESPONSE,
+					OP_CREDIT_REQUEST, OP_REQUEST };
+	enum { N = 200 };
+	static bool seen[N];
+	uint32_t id, len;
+	int returned = 0, rsts = 0, requests = 0;
 
 	guest_init(FEAT_VERSION_1);
-	for (int i = 0; i < 100; i++)
-		gsend(&gc, OP_RW, 0, "x", 1);
-	rx_post(RXQ_SIZE, RX_DEFAULT);
-	while (rx_get(&p)) {
-		cr_assert_eq(p.op, OP_RST);
-		n++;
+	for (int i = 0; i < N; i++) {
+		tx_post_hdr(20000 + (uint32_t)i, 7000 + (uint32_t)i % 3, ops[i % 6], 0);
+		requests += ops[i % 6] == OP_REQUEST;
 	}
-	cr_assert_gt(n, 0);
-	cr_assert_leq(n, 32, "%d RSTs kept for a guest without buffers", n);
+	vdq_kick(&d, &txq);
+	for (int round = 0; rsts < N && round < 2 * N; round++) {
+		while (vdq_get_used(&d, &txq, &id, &len)) {
+			cr_assert_eq(len, 0);
+			returned++;
+		}
+		cr_assert_leq(returned, rsts + VSOCK_RST_RING,
+			      "the device took %d tx chains and delivered %d RSTs", returned, rsts);
+		cr_assert_eq(vs->nr_conns, 0);
+		rx_post(3, RX_DEFAULT);
+		while (rx_get(&p)) {
+			uint32_t i = p.dst_port - 20000;
+
+			cr_assert_eq(p.op, OP_RST);
+			cr_assert_lt(i, N, "RST to guest port %u", p.dst_port);
+			cr_assert_eq(p.src_port, 7000 + i % 3);
+			cr_assert_not(seen[i], "two RSTs to guest port %u", p.dst_port);
+			seen[i] = true;
+			rsts++;
+		}
+	}
+	cr_assert_eq(rsts, N, "%d of %d RSTs reached the guest", rsts, N);
+	while (vdq_get_used(&d, &txq, &id, &len))
+		returned++;
+	cr_assert_eq(returned, N, "%d of %d tx chains returned", returned, N);
+	cr_assert_eq(vs->conns_refused, (uint64_t)requests);
+	/* Nothing owed any more: the device is quiet, and takes packets at once. */
+	expect_no_rx();
+	rx_post(1, RX_DEFAULT);
+	gsend(&(struct gconn){ .gport = 41, .hport = 42 }, OP_RW, 0, NULL, 0);
+	expect_rx(&p, OP_RST);
 }
 
 Test(vsock_packets, bad_headers_dropped)

@@ -229,6 +229,18 @@ void tx_raw(uint64_t src_cid, uint64_t dst_cid, uint32_t src_port, uint32_t dst_
 	tx_segs(s, avail ? 2 : 1);
 }
 
+uint16_t tx_post_hdr(uint32_t src_port, uint32_t dst_port, uint16_t op, uint32_t flags)
+{
+	uint64_t h = tx_alloc(HDR);
+	uint16_t head;
+
+	put_hdr(d.ram + h, GUEST_CID, HOST_CID, src_port, dst_port, 0, TYPE_STREAM, op, flags,
+		DEV_BUF, 0);
+	head = vdq_chain(&d, &txq, &(struct vseg){ h, HDR, false }, 1);
+	vdq_post(&d, &txq, head);
+	return head;
+}
+
 /* A well-formed packet on connection gc. */
 void gsend(struct gconn *gc, uint16_t op, uint32_t flags, const void *data, uint32_t len)
 {

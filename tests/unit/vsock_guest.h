@@ -133,6 +133,10 @@ void tx_raw(uint64_t src_cid, uint64_t dst_cid, uint32_t src_port, uint32_t dst_
 	    uint16_t type, uint16_t op, uint32_t flags, uint32_t buf_alloc, uint32_t fwd_cnt,
 	    const void *data, uint32_t len, uint32_t avail);
 
+/* A header-only packet from the guest, posted on tx but not kicked, and
+ * not waited for: the device may keep it a while. Returns its head. */
+uint16_t tx_post_hdr(uint32_t src_port, uint32_t dst_port, uint16_t op, uint32_t flags);
+
 /* A well-formed packet on connection gc. */
 void gsend(struct gconn *gc, uint16_t op, uint32_t flags, const void *data, uint32_t len);
 

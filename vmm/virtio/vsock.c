@@ -117,17 +117,22 @@ void vsock_put_hdr(struct virtio_vsock *v, struct vq_chain *c, uint32_t src_port
 	}
 }
 
+/* RSTs for packets on no connection are never dropped: a guest that
+ * missed one would keep a connection it thinks is open. Nor does their
+ * number grow with what the guest sends: each tx packet owes at most one,
+ * and vsock_tx takes a packet only while this ring has a free slot. When
+ * it is full, tx waits for the guest to give rx buffers (vsock_rx_pump
+ * resumes it): the guest's own tx queue stalls, not the host. */
 void vsock_queue_rst(struct virtio_vsock *v, uint32_t src_port, uint32_t dst_port)
 {
 	unsigned slot;
 
 	if (v->rst_len == VSOCK_RST_RING) {
+		/* Unreachable (see above); were it not, dropping beats overflowing. */
+		log_limited(&v->lim_rst_ring, LOG_ERROR,
+			    "virtio-vsock %s: RST ring full although tx is paused for it: RST "
+			    "dropped", v->mmio.name);
 		v->pkts_dropped++;
-		if (!v->warned_rst_ring) {
-			v->warned_rst_ring = true;
-			log_warn("virtio-vsock: guest sends faster on unknown connections than it "
-				 "takes RSTs: RSTs dropped (logged once)");
-		}
 		return;
 	}
 	slot = (v->rst_head + v->rst_len++) % VSOCK_RST_RING;
@@ -142,6 +147,7 @@ static void vsock_fail(struct virtio_vsock *v, const char *why)
 	virtio_mmio_fail(&v->mmio, why);
 	v->rx_held = false;
 	v->rst_len = 0;
+	v->tx_paused = false;
 	vsock_conn_close_all(v);
 }
 
@@ -154,14 +160,13 @@ bool vsock_sync(struct virtio_vsock *v)
 	return true;
 }
 
-void vsock_rx_pump(struct virtio_vsock *v)
+/* Fill rx buffers with what is owed to the guest, RSTs for packets on no
+ * connection first (they hold up tx). Returns whether any was used. */
+static bool vsock_rx_fill(struct virtio_vsock *v)
 {
-	struct virtio_mmio *m = &v->mmio;
-	struct vq *q = &m->queues[VSOCK_QUEUE_RX];
+	struct vq *q = &v->mmio.queues[VSOCK_QUEUE_RX];
 	bool pushed = false;
 
-	if (!virtio_mmio_live(m) || !q->ready)
-		return;
 	while (v->rst_len || vsock_conn_rx_work(v)) {
 		struct vq_chain *c = &v->rx_chain;
 		uint32_t written;
@@ -172,7 +177,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 
 			if (rc < 0) {
 				vsock_fail(v, why);
-				return;
+				return false;
 			}
 			if (rc == 0)
 				break;   /* no buffers: the driver kicks rx when it adds some */
@@ -180,7 +185,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 			 * and some payload: one without would stall data for good. */
 			if (c->nr_readable || c->writable_len <= VSOCK_HDR_LEN) {
 				vsock_fail(v, "rx buffer with device-readable parts or no room past a header");
-				return;
+				return false;
 			}
 			v->rx_held = true;
 		}
@@ -200,8 +205,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 			pushed = true;
 		}
 	}
-	if (pushed && vq_should_interrupt(q))
-		virtio_mmio_notify(m);
+	return pushed;
 }
 
 /* One tx chain: the header is its first 44 readable bytes (they may span
@@ -246,7 +250,20 @@ static void vsock_tx(struct virtio_vsock *v, struct virtio_mmio *m)
 	const char *why = "";
 	int rc;
 
-	while ((rc = vq_pop(q, c, &why)) > 0) {
+	for (;;) {
+		/* A packet may owe one RST: take it only while their ring has
+		 * room (see vsock_queue_rst). */
+		if (v->rst_len == VSOCK_RST_RING) {
+			v->tx_paused = true;
+			break;
+		}
+		rc = vq_pop(q, c, &why);
+		if (rc < 0) {
+			vsock_fail(v, why);
+			return;
+		}
+		if (rc == 0)
+			break;
 		/* Without a whole header there is no packet to drop politely:
 		 * a driver that sends this is broken. */
 		if (c->nr_segs != c->nr_readable || c->readable_len < VSOCK_HDR_LEN) {
@@ -260,11 +277,27 @@ static void vsock_tx(struct virtio_vsock *v, struct virtio_mmio *m)
 		if (!virtio_mmio_live(m))
 			return;
 	}
-	if (rc < 0) {
-		vsock_fail(v, why);
-		return;
-	}
 	if (pushed && vq_should_interrupt(q))
+		virtio_mmio_notify(m);
+}
+
+void vsock_rx_pump(struct virtio_vsock *v)
+{
+	struct virtio_mmio *m = &v->mmio;
+	struct vq *q = &m->queues[VSOCK_QUEUE_RX];
+	bool pushed;
+
+	if (!virtio_mmio_live(m) || !q->ready)
+		return;
+	pushed = vsock_rx_fill(v);
+	/* RSTs went out: tx paused for room in their ring goes on. Each turn
+	 * takes tx chains and rx buffers, so it ends when the guest's do. */
+	while (v->tx_paused && v->rst_len < VSOCK_RST_RING && virtio_mmio_live(m)) {
+		v->tx_paused = false;
+		vsock_tx(v, m);
+		pushed |= vsock_rx_fill(v);
+	}
+	if (pushed && virtio_mmio_live(m) && vq_should_interrupt(q))
 		virtio_mmio_notify(m);
 }
 
@@ -292,6 +325,7 @@ static void vsock_reset(void *dev)
 	v->reset_pending = true;
 	v->rx_held = false;   /* the chain belonged to the old ring */
 	v->rst_len = 0;
+	v->tx_paused = false;
 	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_warn("virtio-vsock %s: cannot wake the I/O thread: %s", v->mmio.name,
 			 strerror(errno));

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "event.h"
+#include "log.h"
 #include "virtio/mmio.h"
 #include "virtio/queue.h"
 
@@ -26,14 +27,15 @@
 #define VSOCK_MAX_PAYLOAD     (64 * 1024)  /* one packet's payload, either way */
 #define VSOCK_LINE_MAX        64           /* "CONNECT <port>\n" from a host client */
 #define VSOCK_HOST_PORT_BASE  (1u << 30)   /* local ports of host-initiated connections */
-#define VSOCK_RST_RING        32           /* RSTs for packets on no connection, not yet sent */
+#define VSOCK_RST_RING        32           /* RSTs for packets on no connection, not yet sent;
+                                              full, tx waits: never dropped */
 #define VSOCK_HASH_BUCKETS    256
 
 /* Timeouts in milliseconds (fields of struct virtio_vsock, so tests can
  * shorten them). */
 #define VSOCK_RESPONSE_TIMEOUT_MS 2000     /* guest answers a host CONNECT */
 #define VSOCK_LINE_TIMEOUT_MS     10000    /* host client sends its CONNECT line */
-#define VSOCK_LINGER_MS           10000    /* a closing connection flushes and says RST */
+#define VSOCK_LINGER_MS           10000    /* a finished connection's last bytes reach the host */
 
 struct vsock_conn;
 
@@ -71,6 +73,7 @@ struct virtio_vsock {
 	uint32_t next_port;           /* next local port for a host-initiated connection */
 	struct { uint32_t src, dst; } rsts[VSOCK_RST_RING];   /* RSTs owed for unknown connections */
 	unsigned rst_head, rst_len;
+	bool tx_paused;               /* tx waits for room in rsts: the rx pump resumes it */
 
 	/* Queue scratch (I/O thread, lock held). An rx chain popped but not yet
 	 * filled is kept for the next packet: a chain cannot be given back. */
@@ -83,7 +86,8 @@ struct virtio_vsock {
 
 	/* Log each kind of guest mistake once. */
 	bool warned_pkt[8];           /* by enum vsock_verdict */
-	bool warned_credit, warned_cap, warned_rst_ring, warned_state;
+	bool warned_credit, warned_cap, warned_state;
+	struct log_limit lim_rst_ring;
 
 	/* Statistics, for the log at exit. */
 	uint64_t conns_host, conns_guest, conns_refused, pkts_dropped, rsts_sent;

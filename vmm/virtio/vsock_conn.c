@@ -228,8 +228,10 @@ static bool guest_knows(const struct vsock_conn *c)
 }
 
 /* End the connection on the host side and owe the guest an RST. The
- * connection stays (CLOSING, counted against the cap) until the RST is
- * delivered or the linger time is up. */
+ * connection stays (CLOSING, counted against the cap, but without its
+ * socket) until the RST is delivered, however long the guest takes to give
+ * an rx buffer: a guest that never heard it would keep the connection
+ * open. What that costs is bounded by the cap; a driver reset ends it. */
 void vsock_conn_reset(struct vsock_conn *c)
 {
 	if (c->state == CONN_CLOSING)
@@ -242,7 +244,7 @@ void vsock_conn_reset(struct vsock_conn *c)
 	c->state = CONN_CLOSING;
 	c->pending = PEND_RST;
 	c->readable = false;
-	vsock_conn_set_deadline(c, c->v->linger_ms);
+	c->deadline = 0;
 	vsock_conn_mark(c);
 }
 

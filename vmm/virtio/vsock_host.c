@@ -229,8 +229,7 @@ void vsock_timer_event(void *opaque, uint32_t events)
 			vsock_conn_reset(c);   /* a closing connection's host never took the last bytes */
 			break;
 		case CONN_CLOSING:
-			vsock_conn_free(c);    /* the guest took no RST in all this time */
-			break;
+			break;                 /* none: it waits for its RST to go out */
 		}
 	}
 	/* Resets above set new deadlines: re-arm for the earliest left. */
