@@ -1,5 +1,6 @@
 /* test_vsock_packets.c - virtio-vsock packets and chains: packets on nothing, bad headers, a hostile driver, interrupts, chain shapes. */
 #include "vsock_guest.h"
+#include "log.h"
 
 TestSuite(vsock_packets, .init = vsock_setup, .fini = vsock_teardown, .timeout = 60);
 
@@ -107,6 +108,48 @@ Test(vsock_packets, bad_headers_dropped)
 	cr_assert_eq(vs->nr_conns, 0);
 	cr_assert_eq(vd_status(&d), S_ALL_OK, "a bad packet must not fail the device");
 	close(lfd);
+}
+
+/* How many lines of fd's file contain `what`. */
+static int count_lines(int fd, const char *what)
+{
+	static char buf[1 << 16];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	int count = 0;
+
+	cr_assert_geq(n, 0);
+	buf[n] = '\0';
+	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+		count += strstr(l, what) != NULL;
+	return count;
+}
+
+/* A guest that sends bad packets in a loop, resetting the device between
+ * rounds, gets LOG_LIMIT_BURST lines per cause within the interval: not
+ * one per packet, and not one per device life either. */
+Test(vsock_packets, guest_caused_lines_are_limited)
+{
+	FILE *log = tmpfile();
+	int saved = dup(STDERR_FILENO);
+
+	cr_assert_not_null(log);
+	cr_assert_geq(saved, 0);
+	log_init("t", LOG_WARN);
+	cr_assert_geq(dup2(fileno(log), STDERR_FILENO), 0);
+	for (int round = 0; round < 4; round++) {
+		guest_init(FEAT_VERSION_1);
+		for (int i = 0; i < 50; i++) {
+			tx_raw(4, HOST_CID, 1, 2, TYPE_STREAM, OP_RW, 0, DEV_BUF, 0, NULL, 0, 0);
+			tx_raw(GUEST_CID, HOST_CID, 1, 2, 9, OP_RW, 0, DEV_BUF, 0, NULL, 0, 0);
+		}
+		vd_set(&d, R_STATUS, 0);
+	}
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	cr_assert_eq(vs->pkts_dropped, 400);
+	cr_assert_eq(count_lines(fileno(log), "source CID"), LOG_LIMIT_BURST);
+	cr_assert_eq(count_lines(fileno(log), "type other than stream"), LOG_LIMIT_BURST);
+	fclose(log);
 }
 
 Test(vsock_packets, oversized_payload_rejected)

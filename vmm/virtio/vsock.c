@@ -15,8 +15,9 @@
 
 _Static_assert(sizeof(struct virtio_vsock_hdr) == VSOCK_HDR_LEN, "the wire header is 44 bytes");
 
-_Static_assert(VSOCK_PKT_NR_VERDICTS <= sizeof(((struct virtio_vsock *)0)->warned_pkt),
-	       "a log-once flag for every verdict");
+_Static_assert(VSOCK_PKT_NR_VERDICTS <= sizeof(((struct virtio_vsock *)0)->lim_pkt) /
+					sizeof(struct log_limit),
+	       "a log limit for every verdict");
 
 /* How each bad header is treated: a table, so the policy reads in one place. */
 static const struct verdict_rule {
@@ -233,11 +234,8 @@ static void vsock_tx_packet(struct virtio_vsock *v, const struct vq_chain *c)
 	}
 	rule = &verdict_rules[verdict];
 	v->pkts_dropped++;
-	if (!v->warned_pkt[verdict]) {
-		v->warned_pkt[verdict] = true;
-		log_warn("virtio-vsock %s: %s (op %u, len %u, logged once)", v->mmio.name, rule->why,
-			 pkt.hdr.op, pkt.hdr.len);
-	}
+	log_limited(&v->lim_pkt[verdict], LOG_WARN, "virtio-vsock %s: %s (op %u, len %u)",
+		    v->mmio.name, rule->why, pkt.hdr.op, pkt.hdr.len);
 	if (rule->reset)
 		vsock_conn_reject(v, &pkt.hdr);
 }
@@ -327,8 +325,8 @@ static void vsock_reset(void *dev)
 	v->rst_len = 0;
 	v->tx_paused = false;
 	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("virtio-vsock %s: cannot wake the I/O thread: %s", v->mmio.name,
-			 strerror(errno));
+		log_limited(&v->lim_wake, LOG_WARN, "virtio-vsock %s: cannot wake the I/O thread: %s",
+			    v->mmio.name, strerror(errno));
 }
 
 static void vsock_wake_event(void *opaque, uint32_t events)

@@ -84,10 +84,12 @@ struct virtio_vsock {
 	unsigned max_conns;
 	unsigned response_timeout_ms, line_timeout_ms, linger_ms;
 
-	/* Log each kind of guest mistake once. */
-	bool warned_pkt[8];           /* by enum vsock_verdict */
-	bool warned_credit, warned_cap, warned_state;
-	struct log_limit lim_rst_ring;
+	/* A limit per kind of line the guest (or a host client) can cause,
+	 * for the device's life: a reset does not clear them. */
+	struct log_limit lim_pkt[8];  /* by enum vsock_verdict */
+	struct log_limit lim_credit, lim_state, lim_guest_refused, lim_host_refused;
+	struct log_limit lim_cap_guest, lim_cap_host, lim_silent, lim_line, lim_accept;
+	struct log_limit lim_timer, lim_wake, lim_rst_ring;
 
 	/* Statistics, for the log at exit. */
 	uint64_t conns_host, conns_guest, conns_refused, pkts_dropped, rsts_sent;

@@ -28,7 +28,8 @@ static void arm_timer(struct virtio_vsock *v, uint64_t at)
 	};
 
 	if (timerfd_settime(v->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-		log_warn("virtio-vsock: cannot arm the connection timer: %s", strerror(errno));
+		log_limited(&v->lim_timer, LOG_WARN, "virtio-vsock %s: cannot arm the connection "
+			    "timer: %s", v->mmio.name, strerror(errno));
 		return;
 	}
 	v->timer_at = at;
@@ -108,8 +109,8 @@ void vsock_host_read_line(struct vsock_conn *c)
 	c->line_len += (uint32_t)take;
 	if (!nl) {
 		if (c->line_len == VSOCK_LINE_MAX) {
-			log_warn("virtio-vsock: host client sent no CONNECT line in %d bytes: closed",
-				 VSOCK_LINE_MAX);
+			log_limited(&v->lim_line, LOG_WARN, "virtio-vsock %s: host client sent no "
+				    "CONNECT line in %d bytes: closed", v->mmio.name, VSOCK_LINE_MAX);
 			vsock_conn_free(c);
 		}
 		return;
@@ -120,7 +121,8 @@ void vsock_host_read_line(struct vsock_conn *c)
 	if (!port)
 		port = parse_connect(c->line);
 	if (port < 0) {
-		log_warn("virtio-vsock: host client sent a bad CONNECT line: closed");
+		log_limited(&v->lim_line, LOG_WARN, "virtio-vsock %s: host client sent a bad "
+			    "CONNECT line: closed", v->mmio.name);
 		vsock_conn_free(c);
 		return;
 	}
@@ -168,11 +170,8 @@ void vsock_listen_event(void *opaque, uint32_t events)
 		/* At the cap, clients wait in the backlog for a free slot
 		 * rather than being turned away at once. */
 		if (v->nr_conns >= v->max_conns) {
-			if (!v->warned_cap) {
-				v->warned_cap = true;
-				log_warn("virtio-vsock: %u connections open: more wait (logged once)",
-					 v->max_conns);
-			}
+			log_limited(&v->lim_cap_host, LOG_WARN, "virtio-vsock %s: %u connections "
+				    "open: host clients wait", v->mmio.name, v->max_conns);
 			pause_listener(v);
 			break;
 		}
@@ -181,7 +180,8 @@ void vsock_listen_event(void *opaque, uint32_t events)
 			/* Out of fds: stop watching until a connection closes,
 			 * or the pending client would spin the loop. */
 			if (errno == EMFILE || errno == ENFILE) {
-				log_warn("virtio-vsock: cannot accept: %s", strerror(errno));
+				log_limited(&v->lim_accept, LOG_WARN, "virtio-vsock %s: cannot "
+					    "accept: %s", v->mmio.name, strerror(errno));
 				pause_listener(v);
 			}
 			break;
@@ -221,8 +221,9 @@ void vsock_timer_event(void *opaque, uint32_t events)
 			vsock_conn_free(c);
 			break;
 		case CONN_CONNECTING:
-			log_warn("virtio-vsock: guest did not answer a connection to port %u in %u ms",
-				 c->peer_port, v->response_timeout_ms);
+			log_limited(&v->lim_silent, LOG_WARN, "virtio-vsock %s: guest did not answer "
+				    "a connection to port %u in %u ms", v->mmio.name, c->peer_port,
+				    v->response_timeout_ms);
 			vsock_conn_reset(c);
 			break;
 		case CONN_OPEN:
