@@ -131,6 +131,10 @@ bool vsock_sync(struct virtio_vsock *v);
 
 /* ---- vsock_host.c ---- */
 
+/* Pure: the port of a host client's CONNECT line (len bytes, without its
+ * newline), as Firecracker would read it. 0, or -EINVAL for anything else. */
+int vsock_host_parse_connect(const char *line, size_t len, uint32_t *port);
+
 /* Bind and listen on `path`, replacing a stale socket file. 0 or -errno
  * with *why. Before the loop runs. */
 int vsock_host_listen(struct virtio_vsock *v, const char *path, const char **why);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,26 +47,61 @@ void vsock_conn_set_deadline(struct vsock_conn *c, unsigned ms)
 
 /* ---- the CONNECT line ---- */
 
-/* "CONNECT <port>" (a trailing CR tolerated): the port, or -1. */
-static int64_t parse_connect(const char *line)
+/* Firecracker's parser (read_local_stream_port, in its vsock muxer) is the
+ * reference, since hybrid-vsock clients are written against it: the line
+ * splits on whitespace; the first word is "connect" in any case; the second
+ * is a u32 as Rust parses one (an optional '+', decimal digits, leading
+ * zeros allowed, at most 2^32 - 1, so VMADDR_PORT_ANY too: the guest
+ * refuses that port itself); further words are ignored. It takes Unicode
+ * text; this takes ASCII only: the words are ASCII anyway, and a byte that
+ * is neither printable nor whitespace is refused, not guessed at. */
+static bool line_space(char ch)
 {
-	uint64_t port = 0;
+	return ch == ' ' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\r';
+}
 
-	if (strncmp(line, "CONNECT ", 8))
-		return -1;
-	line += 8;
-	if (!*line || *line == '\r')
-		return -1;
-	for (; *line && *line != '\r'; line++) {
-		if (*line < '0' || *line > '9')
-			return -1;
-		port = port * 10 + (uint64_t)(*line - '0');
-		if (port >= 0xffffffffULL)   /* VMADDR_PORT_ANY is not a port */
-			return -1;
+/* The next word of line[*pos, len): its start and length (0 at the end). */
+static size_t next_word(const char *line, size_t len, size_t *pos, const char **word)
+{
+	size_t start;
+
+	while (*pos < len && line_space(line[*pos]))
+		(*pos)++;
+	start = *pos;
+	while (*pos < len && !line_space(line[*pos]))
+		(*pos)++;
+	*word = line + start;
+	return *pos - start;
+}
+
+int vsock_host_parse_connect(const char *line, size_t len, uint32_t *port)
+{
+	const char *w;
+	size_t pos = 0, n;
+	uint64_t val = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (!line_space(line[i]) && (line[i] < 0x21 || line[i] > 0x7e))
+			return -EINVAL;
+	n = next_word(line, len, &pos, &w);
+	if (n != 7 || strncasecmp(w, "connect", 7))
+		return -EINVAL;
+	n = next_word(line, len, &pos, &w);
+	if (n && *w == '+') {
+		w++;
+		n--;
 	}
-	if (*line == '\r' && line[1])
-		return -1;
-	return (int64_t)port;
+	if (!n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (w[i] < '0' || w[i] > '9')
+			return -EINVAL;
+		val = val * 10 + (uint64_t)(w[i] - '0');
+		if (val > UINT32_MAX)
+			return -EINVAL;
+	}
+	*port = (uint32_t)val;
+	return 0;
 }
 
 static uint32_t alloc_port(struct virtio_vsock *v)
@@ -92,7 +128,7 @@ void vsock_host_read_line(struct vsock_conn *c)
 	ssize_t n = recv(c->fd, peek, VSOCK_LINE_MAX - c->line_len, MSG_PEEK | MSG_DONTWAIT);
 	char *nl;
 	size_t take;
-	int64_t port;
+	uint32_t port;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -115,12 +151,7 @@ void vsock_host_read_line(struct vsock_conn *c)
 		}
 		return;
 	}
-	/* A NUL inside would end the string early and hide the rest. */
-	port = memchr(c->line, '\0', c->line_len) ? -1 : 0;
-	c->line[c->line_len - 1] = '\0';
-	if (!port)
-		port = parse_connect(c->line);
-	if (port < 0) {
+	if (vsock_host_parse_connect(c->line, c->line_len - 1, &port)) {
 		log_limited(&v->lim_line, LOG_WARN, "virtio-vsock %s: host client sent a bad "
 			    "CONNECT line: closed", v->mmio.name);
 		vsock_conn_free(c);
@@ -128,13 +159,13 @@ void vsock_host_read_line(struct vsock_conn *c)
 	}
 	if (!virtio_mmio_live(&v->mmio)) {
 		/* No driver (yet, or any more) to answer: say so now, not in 2 s. */
-		log_debug("virtio-vsock: host connects to port %lld before the guest driver is up",
-			  (long long)port);
+		log_debug("virtio-vsock: host connects to port %u before the guest driver is up",
+			  port);
 		vsock_conn_free(c);
 		return;
 	}
 	c->host_initiated = true;
-	c->peer_port = (uint32_t)port;
+	c->peer_port = port;
 	c->local_port = alloc_port(v);
 	vsock_conn_hash(c);
 	c->state = CONN_CONNECTING;
