@@ -18,7 +18,7 @@ static int nr_extra;
 
 /* ---- fixture ---- */
 
-void vsock_setup(void)
+static void setup_device(bool with_socket)
 {
 	const char *t = getenv("TMPDIR");
 	const char *why = "";
@@ -32,10 +32,20 @@ void vsock_setup(void)
 	cr_assert_eq(event_loop_init(&loop), 0);
 	vs = calloc(1, sizeof(*vs));
 	cr_assert_not_null(vs);
-	rc = virtio_vsock_init(vs, sock_path, GUEST_CID, &d.mem, &loop, &why);
+	rc = virtio_vsock_init(vs, with_socket ? sock_path : NULL, GUEST_CID, &d.mem, &loop, &why);
 	cr_assert_eq(rc, 0, "virtio_vsock_init: %s: %s", why, strerror(-rc));
 	d.m = &vs->mmio;
 	tx_heap = TX_BASE;
+}
+
+void vsock_setup(void)
+{
+	setup_device(true);
+}
+
+void vsock_setup_nopath(void)
+{
+	setup_device(false);
 }
 
 void vsock_teardown(void)
@@ -415,6 +425,14 @@ int guest_conn(struct gconn *gc, uint32_t gport, uint32_t hport, int lfd)
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	cr_assert_geq(fd, 0, "the device did not connect to PATH_%u: %s", hport, strerror(errno));
 	return fd;
+}
+
+void guest_conn_refused(struct gconn *gc)
+{
+	gsend(gc, OP_REQUEST, 0, NULL, 0);
+	expect_rx(&p, OP_RST);
+	cr_assert_eq(p.src_port, gc->hport);
+	cr_assert_eq(p.dst_port, gc->gport);
 }
 
 /* Collect RW packets on gc until `len` bytes came, into buf. */

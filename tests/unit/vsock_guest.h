@@ -86,6 +86,10 @@ extern struct pkt p;      /* scratch: 64 KiB is too much for every test's stack 
 void vsock_setup(void);
 void vsock_teardown(void);
 
+/* The same with no socket file (path NULL): only local connections. The
+ * temporary directory is still made, to show nothing appears in it. */
+void vsock_setup_nopath(void);
+
 /* Fake RAM untouched outside its bounds. */
 void vg_check_guards(void);
 
@@ -142,6 +146,9 @@ void gsend(struct gconn *gc, uint16_t op, uint32_t flags, const void *data, uint
 
 /* A packet for the guest on gc: learn the device's window, count payload. */
 void gtake(struct gconn *gc, const struct pkt *q);
+
+/* The guest's REQUEST on gc is answered by RST. */
+void guest_conn_refused(struct gconn *gc);
 
 /* Collect RW packets on gc until `len` bytes came, compare with want. */
 void guest_expect(struct gconn *gc, const void *want, uint32_t len);

@@ -313,20 +313,27 @@ static void vsock_queue_notify(void *dev, struct virtio_mmio *m, unsigned index)
 		vsock_rx_pump(v);
 }
 
+void vsock_wake_io(struct virtio_vsock *v)
+{
+	uint64_t one = 1;
+
+	/* Only an overflowing counter fails with EAGAIN, and that still wakes. */
+	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_limited(&v->lim_wake, LOG_WARN, "virtio-vsock %s: cannot wake the I/O thread: %s",
+			    v->mmio.name, strerror(errno));
+}
+
 /* vCPU thread, lock held: only flag it; the sockets and the event loop are
  * the I/O thread's, which closes everything on its next wakeup. */
 static void vsock_reset(void *dev)
 {
 	struct virtio_vsock *v = dev;
-	uint64_t one = 1;
 
 	v->reset_pending = true;
 	v->rx_held = false;   /* the chain belonged to the old ring */
 	v->rst_len = 0;
 	v->tx_paused = false;
-	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_limited(&v->lim_wake, LOG_WARN, "virtio-vsock %s: cannot wake the I/O thread: %s",
-			    v->mmio.name, strerror(errno));
+	vsock_wake_io(v);
 }
 
 static void vsock_wake_event(void *opaque, uint32_t events)
@@ -339,6 +346,7 @@ static void vsock_wake_event(void *opaque, uint32_t events)
 		return;
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
+	vsock_host_take_local(v);
 	pthread_mutex_unlock(&v->mmio.lock);
 }
 
@@ -366,6 +374,7 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 	int rc;
 
 	memset(v, 0, sizeof(*v));
+	pthread_mutex_init(&v->local_lock, NULL);
 	v->listen_fd = v->wake_fd = v->timer_fd = -1;
 	v->guest_cid = guest_cid;
 	v->config.guest_cid = htole64(guest_cid);
@@ -393,14 +402,17 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 		*why = "cannot create the wake eventfd or the timer";
 		goto err_mmio;
 	}
-	rc = vsock_host_listen(v, path, why);
-	if (rc)
-		goto err_mmio;
 	v->loop = loop;
-	*why = "cannot watch the socket in the I/O thread's loop";
-	rc = event_loop_add(loop, v->listen_fd, EPOLLIN, vsock_listen_event, v);
-	if (rc)
-		goto err_mmio;
+	if (path) {
+		rc = vsock_host_listen(v, path, why);
+		if (rc)
+			goto err_mmio;
+		*why = "cannot watch the socket in the I/O thread's loop";
+		rc = event_loop_add(loop, v->listen_fd, EPOLLIN, vsock_listen_event, v);
+		if (rc)
+			goto err_mmio;
+	}
+	*why = "cannot watch the wake eventfd or the timer in the I/O thread's loop";
 	rc = event_loop_add(loop, v->wake_fd, EPOLLIN, vsock_wake_event, v);
 	if (rc)
 		goto err_listen_watch;
@@ -413,7 +425,8 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 err_wake_watch:
 	(void)event_loop_del(loop, v->wake_fd);
 err_listen_watch:
-	(void)event_loop_del(loop, v->listen_fd);
+	if (v->listen_fd >= 0)
+		(void)event_loop_del(loop, v->listen_fd);
 err_mmio:
 	virtio_vsock_destroy(v);
 	return rc;
@@ -423,7 +436,7 @@ void virtio_vsock_log_stats(const struct virtio_vsock *v)
 {
 	log_info("virtio-vsock %s: %llu host and %llu guest connections, %llu refused, "
 		 "%llu KiB to the guest, %llu KiB to the host, %llu packets dropped, %llu RSTs, "
-		 "%llu kicks, %llu interrupts", v->path,
+		 "%llu kicks, %llu interrupts", v->path[0] ? v->path : "(no socket file)",
 		 (unsigned long long)v->conns_host, (unsigned long long)v->conns_guest,
 		 (unsigned long long)v->conns_refused, (unsigned long long)v->bytes_to_guest / 1024,
 		 (unsigned long long)v->bytes_to_host / 1024, (unsigned long long)v->pkts_dropped,
@@ -436,6 +449,7 @@ void virtio_vsock_destroy(struct virtio_vsock *v)
 	v->loop = NULL;   /* may be destroyed already: sockets just close */
 	vsock_conn_close_all(v);
 	vsock_host_unlisten(v);
+	vsock_host_drop_local(v);
 	if (v->wake_fd >= 0)
 		close(v->wake_fd);
 	if (v->timer_fd >= 0)

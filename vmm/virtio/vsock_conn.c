@@ -150,9 +150,11 @@ void vsock_conn_free(struct vsock_conn *c)
 		c->next->prev = c->prev;
 	v->nr_conns--;
 	free(c);
-	/* A slot is free again: a listener paused by the cap or by EMFILE may go on. */
+	/* A slot is free again: a listener paused by the cap or by EMFILE may
+	 * go on, and so may local connections. */
 	if (v->listen_paused && v->loop && !event_loop_mod(v->loop, v->listen_fd, EPOLLIN))
 		v->listen_paused = false;
+	vsock_host_slot_freed(v);
 }
 
 void vsock_conn_close_all(struct virtio_vsock *v)
@@ -573,8 +575,10 @@ static void guest_connect(struct virtio_vsock *v, const struct vsock_hdr *h)
 			    h->dst_port);
 		goto refuse;
 	}
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, h->dst_port) >=
-	    sizeof(sa.sun_path))
+	/* Without a socket file (local connections only) there is no PATH_P. */
+	if (!v->path[0] ||
+	    (size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, h->dst_port) >=
+		    sizeof(sa.sun_path))
 		goto refuse;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	/* A Unix connect completes at once or fails (EAGAIN: backlog full). */

@@ -1,9 +1,10 @@
-/* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, the CONNECT line, connection timeouts. */
+/* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, local connections, the CONNECT line, connection timeouts. */
 #include "virtio/vsock_conn.h"
 #include "clock.h"
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,28 @@ void vsock_host_read_line(struct vsock_conn *c)
 	vsock_conn_mark(c);
 }
 
+/* A host client's socket, accepted or local: it has the line timeout to
+ * say CONNECT. false when out of memory (fd closed). */
+static bool host_client(struct virtio_vsock *v, int fd)
+{
+	struct vsock_conn *c = vsock_conn_new(v, fd, CONN_LINE);
+
+	if (!c) {
+		close(fd);
+		return false;
+	}
+	vsock_conn_set_deadline(c, v->line_timeout_ms);
+	if (vsock_conn_watch(c))
+		vsock_conn_free(c);
+	return true;
+}
+
+static void cap_reached(struct virtio_vsock *v)
+{
+	log_limited(&v->lim_cap_host, LOG_WARN, "virtio-vsock %s: %u connections open: host "
+		    "clients wait", v->mmio.name, v->max_conns);
+}
+
 static void pause_listener(struct virtio_vsock *v)
 {
 	if (!v->listen_paused && !event_loop_mod(v->loop, v->listen_fd, 0))
@@ -195,14 +218,12 @@ void vsock_listen_event(void *opaque, uint32_t events)
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
 	for (int i = 0; i < 16; i++) {
-		struct vsock_conn *c;
 		int fd;
 
 		/* At the cap, clients wait in the backlog for a free slot
 		 * rather than being turned away at once. */
 		if (v->nr_conns >= v->max_conns) {
-			log_limited(&v->lim_cap_host, LOG_WARN, "virtio-vsock %s: %u connections "
-				    "open: host clients wait", v->mmio.name, v->max_conns);
+			cap_reached(v);
 			pause_listener(v);
 			break;
 		}
@@ -217,16 +238,82 @@ void vsock_listen_event(void *opaque, uint32_t events)
 			}
 			break;
 		}
-		c = vsock_conn_new(v, fd, CONN_LINE);
-		if (!c) {
-			close(fd);
+		if (!host_client(v, fd))
 			break;
-		}
-		vsock_conn_set_deadline(c, v->line_timeout_ms);
-		if (vsock_conn_watch(c))
-			vsock_conn_free(c);
 	}
 	pthread_mutex_unlock(&v->mmio.lock);
+}
+
+/* ---- local connections: a socketpair instead of the listener ---- */
+
+int virtio_vsock_connect_local(struct virtio_vsock *v)
+{
+	int sv[2], rc = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	/* The device's end is non-blocking, as an accepted socket is. */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		goto err_pair;
+	}
+	/* The event loop is the I/O thread's alone: queue the socket and wake
+	 * it (vsock_host_take_local). The queue is bounded like a backlog. */
+	pthread_mutex_lock(&v->local_lock);
+	if (v->local_len == VSOCK_LOCAL_BACKLOG)
+		rc = -EAGAIN;
+	else
+		v->local_fds[(v->local_head + v->local_len++) % VSOCK_LOCAL_BACKLOG] = sv[0];
+	pthread_mutex_unlock(&v->local_lock);
+	if (rc)
+		goto err_pair;
+	vsock_wake_io(v);
+	return sv[1];
+
+err_pair:
+	close(sv[0]);
+	close(sv[1]);
+	return rc;
+}
+
+void vsock_host_take_local(struct virtio_vsock *v)
+{
+	for (;;) {
+		int fd = -1;
+		bool full = v->nr_conns >= v->max_conns;
+
+		pthread_mutex_lock(&v->local_lock);
+		v->local_waiting = full && v->local_len;
+		if (!full && v->local_len) {
+			fd = v->local_fds[v->local_head];
+			v->local_head = (v->local_head + 1) % VSOCK_LOCAL_BACKLOG;
+			v->local_len--;
+		}
+		pthread_mutex_unlock(&v->local_lock);
+		if (v->local_waiting)
+			cap_reached(v);
+		if (fd < 0 || !host_client(v, fd))
+			return;
+	}
+}
+
+void vsock_host_slot_freed(struct virtio_vsock *v)
+{
+	/* Not taken here: a slot frees in the middle of walks over the
+	 * connections, which a new one must not join. */
+	if (v->local_waiting && v->loop)
+		vsock_wake_io(v);
+}
+
+void vsock_host_drop_local(struct virtio_vsock *v)
+{
+	pthread_mutex_lock(&v->local_lock);
+	for (; v->local_len; v->local_len--) {
+		close(v->local_fds[v->local_head]);
+		v->local_head = (v->local_head + 1) % VSOCK_LOCAL_BACKLOG;
+	}
+	pthread_mutex_unlock(&v->local_lock);
+	pthread_mutex_destroy(&v->local_lock);
 }
 
 void vsock_timer_event(void *opaque, uint32_t events)
