@@ -15,8 +15,9 @@
 
 _Static_assert(sizeof(struct virtio_vsock_hdr) == VSOCK_HDR_LEN, "the wire header is 44 bytes");
 
-_Static_assert(VSOCK_PKT_NR_VERDICTS <= sizeof(((struct virtio_vsock *)0)->warned_pkt),
-	       "a log-once flag for every verdict");
+_Static_assert(VSOCK_PKT_NR_VERDICTS <= sizeof(((struct virtio_vsock *)0)->lim_pkt) /
+					sizeof(struct log_limit),
+	       "a log limit for every verdict");
 
 /* How each bad header is treated: a table, so the policy reads in one place. */
 static const struct verdict_rule {
@@ -117,17 +118,22 @@ void vsock_put_hdr(struct virtio_vsock *v, struct vq_chain *c, uint32_t src_port
 	}
 }
 
+/* RSTs for packets on no connection are never dropped: a guest that
+ * missed one would keep a connection it thinks is open. Nor does their
+ * number grow with what the guest sends: each tx packet owes at most one,
+ * and vsock_tx takes a packet only while this ring has a free slot. When
+ * it is full, tx waits for the guest to give rx buffers (vsock_rx_pump
+ * resumes it): the guest's own tx queue stalls, not the host. */
 void vsock_queue_rst(struct virtio_vsock *v, uint32_t src_port, uint32_t dst_port)
 {
 	unsigned slot;
 
 	if (v->rst_len == VSOCK_RST_RING) {
+		/* Unreachable (see above); were it not, dropping beats overflowing. */
+		log_limited(&v->lim_rst_ring, LOG_ERROR,
+			    "virtio-vsock %s: RST ring full although tx is paused for it: RST "
+			    "dropped", v->mmio.name);
 		v->pkts_dropped++;
-		if (!v->warned_rst_ring) {
-			v->warned_rst_ring = true;
-			log_warn("virtio-vsock: guest sends faster on unknown connections than it "
-				 "takes RSTs: RSTs dropped (logged once)");
-		}
 		return;
 	}
 	slot = (v->rst_head + v->rst_len++) % VSOCK_RST_RING;
@@ -142,6 +148,7 @@ static void vsock_fail(struct virtio_vsock *v, const char *why)
 	virtio_mmio_fail(&v->mmio, why);
 	v->rx_held = false;
 	v->rst_len = 0;
+	v->tx_paused = false;
 	vsock_conn_close_all(v);
 }
 
@@ -154,14 +161,13 @@ bool vsock_sync(struct virtio_vsock *v)
 	return true;
 }
 
-void vsock_rx_pump(struct virtio_vsock *v)
+/* Fill rx buffers with what is owed to the guest, RSTs for packets on no
+ * connection first (they hold up tx). Returns whether any was used. */
+static bool vsock_rx_fill(struct virtio_vsock *v)
 {
-	struct virtio_mmio *m = &v->mmio;
-	struct vq *q = &m->queues[VSOCK_QUEUE_RX];
+	struct vq *q = &v->mmio.queues[VSOCK_QUEUE_RX];
 	bool pushed = false;
 
-	if (!virtio_mmio_live(m) || !q->ready)
-		return;
 	while (v->rst_len || vsock_conn_rx_work(v)) {
 		struct vq_chain *c = &v->rx_chain;
 		uint32_t written;
@@ -172,7 +178,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 
 			if (rc < 0) {
 				vsock_fail(v, why);
-				return;
+				return false;
 			}
 			if (rc == 0)
 				break;   /* no buffers: the driver kicks rx when it adds some */
@@ -180,7 +186,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 			 * and some payload: one without would stall data for good. */
 			if (c->nr_readable || c->writable_len <= VSOCK_HDR_LEN) {
 				vsock_fail(v, "rx buffer with device-readable parts or no room past a header");
-				return;
+				return false;
 			}
 			v->rx_held = true;
 		}
@@ -200,8 +206,7 @@ void vsock_rx_pump(struct virtio_vsock *v)
 			pushed = true;
 		}
 	}
-	if (pushed && vq_should_interrupt(q))
-		virtio_mmio_notify(m);
+	return pushed;
 }
 
 /* One tx chain: the header is its first 44 readable bytes (they may span
@@ -229,11 +234,8 @@ static void vsock_tx_packet(struct virtio_vsock *v, const struct vq_chain *c)
 	}
 	rule = &verdict_rules[verdict];
 	v->pkts_dropped++;
-	if (!v->warned_pkt[verdict]) {
-		v->warned_pkt[verdict] = true;
-		log_warn("virtio-vsock %s: %s (op %u, len %u, logged once)", v->mmio.name, rule->why,
-			 pkt.hdr.op, pkt.hdr.len);
-	}
+	log_limited(&v->lim_pkt[verdict], LOG_WARN, "virtio-vsock %s: %s (op %u, len %u)",
+		    v->mmio.name, rule->why, pkt.hdr.op, pkt.hdr.len);
 	if (rule->reset)
 		vsock_conn_reject(v, &pkt.hdr);
 }
@@ -246,7 +248,20 @@ static void vsock_tx(struct virtio_vsock *v, struct virtio_mmio *m)
 	const char *why = "";
 	int rc;
 
-	while ((rc = vq_pop(q, c, &why)) > 0) {
+	for (;;) {
+		/* A packet may owe one RST: take it only while their ring has
+		 * room (see vsock_queue_rst). */
+		if (v->rst_len == VSOCK_RST_RING) {
+			v->tx_paused = true;
+			break;
+		}
+		rc = vq_pop(q, c, &why);
+		if (rc < 0) {
+			vsock_fail(v, why);
+			return;
+		}
+		if (rc == 0)
+			break;
 		/* Without a whole header there is no packet to drop politely:
 		 * a driver that sends this is broken. */
 		if (c->nr_segs != c->nr_readable || c->readable_len < VSOCK_HDR_LEN) {
@@ -260,11 +275,27 @@ static void vsock_tx(struct virtio_vsock *v, struct virtio_mmio *m)
 		if (!virtio_mmio_live(m))
 			return;
 	}
-	if (rc < 0) {
-		vsock_fail(v, why);
-		return;
-	}
 	if (pushed && vq_should_interrupt(q))
+		virtio_mmio_notify(m);
+}
+
+void vsock_rx_pump(struct virtio_vsock *v)
+{
+	struct virtio_mmio *m = &v->mmio;
+	struct vq *q = &m->queues[VSOCK_QUEUE_RX];
+	bool pushed;
+
+	if (!virtio_mmio_live(m) || !q->ready)
+		return;
+	pushed = vsock_rx_fill(v);
+	/* RSTs went out: tx paused for room in their ring goes on. Each turn
+	 * takes tx chains and rx buffers, so it ends when the guest's do. */
+	while (v->tx_paused && v->rst_len < VSOCK_RST_RING && virtio_mmio_live(m)) {
+		v->tx_paused = false;
+		vsock_tx(v, m);
+		pushed |= vsock_rx_fill(v);
+	}
+	if (pushed && virtio_mmio_live(m) && vq_should_interrupt(q))
 		virtio_mmio_notify(m);
 }
 
@@ -282,19 +313,27 @@ static void vsock_queue_notify(void *dev, struct virtio_mmio *m, unsigned index)
 		vsock_rx_pump(v);
 }
 
+void vsock_wake_io(struct virtio_vsock *v)
+{
+	uint64_t one = 1;
+
+	/* Only an overflowing counter fails with EAGAIN, and that still wakes. */
+	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_limited(&v->lim_wake, LOG_WARN, "virtio-vsock %s: cannot wake the I/O thread: %s",
+			    v->mmio.name, strerror(errno));
+}
+
 /* vCPU thread, lock held: only flag it; the sockets and the event loop are
  * the I/O thread's, which closes everything on its next wakeup. */
 static void vsock_reset(void *dev)
 {
 	struct virtio_vsock *v = dev;
-	uint64_t one = 1;
 
 	v->reset_pending = true;
 	v->rx_held = false;   /* the chain belonged to the old ring */
 	v->rst_len = 0;
-	if (write(v->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("virtio-vsock %s: cannot wake the I/O thread: %s", v->mmio.name,
-			 strerror(errno));
+	v->tx_paused = false;
+	vsock_wake_io(v);
 }
 
 static void vsock_wake_event(void *opaque, uint32_t events)
@@ -307,6 +346,7 @@ static void vsock_wake_event(void *opaque, uint32_t events)
 		return;
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
+	vsock_host_take_local(v);
 	pthread_mutex_unlock(&v->mmio.lock);
 }
 
@@ -334,6 +374,7 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 	int rc;
 
 	memset(v, 0, sizeof(*v));
+	pthread_mutex_init(&v->local_lock, NULL);
 	v->listen_fd = v->wake_fd = v->timer_fd = -1;
 	v->guest_cid = guest_cid;
 	v->config.guest_cid = htole64(guest_cid);
@@ -361,14 +402,17 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 		*why = "cannot create the wake eventfd or the timer";
 		goto err_mmio;
 	}
-	rc = vsock_host_listen(v, path, why);
-	if (rc)
-		goto err_mmio;
 	v->loop = loop;
-	*why = "cannot watch the socket in the I/O thread's loop";
-	rc = event_loop_add(loop, v->listen_fd, EPOLLIN, vsock_listen_event, v);
-	if (rc)
-		goto err_mmio;
+	if (path) {
+		rc = vsock_host_listen(v, path, why);
+		if (rc)
+			goto err_mmio;
+		*why = "cannot watch the socket in the I/O thread's loop";
+		rc = event_loop_add(loop, v->listen_fd, EPOLLIN, vsock_listen_event, v);
+		if (rc)
+			goto err_mmio;
+	}
+	*why = "cannot watch the wake eventfd or the timer in the I/O thread's loop";
 	rc = event_loop_add(loop, v->wake_fd, EPOLLIN, vsock_wake_event, v);
 	if (rc)
 		goto err_listen_watch;
@@ -381,7 +425,8 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
 err_wake_watch:
 	(void)event_loop_del(loop, v->wake_fd);
 err_listen_watch:
-	(void)event_loop_del(loop, v->listen_fd);
+	if (v->listen_fd >= 0)
+		(void)event_loop_del(loop, v->listen_fd);
 err_mmio:
 	virtio_vsock_destroy(v);
 	return rc;
@@ -391,7 +436,7 @@ void virtio_vsock_log_stats(const struct virtio_vsock *v)
 {
 	log_info("virtio-vsock %s: %llu host and %llu guest connections, %llu refused, "
 		 "%llu KiB to the guest, %llu KiB to the host, %llu packets dropped, %llu RSTs, "
-		 "%llu kicks, %llu interrupts", v->path,
+		 "%llu kicks, %llu interrupts", v->path[0] ? v->path : "(no socket file)",
 		 (unsigned long long)v->conns_host, (unsigned long long)v->conns_guest,
 		 (unsigned long long)v->conns_refused, (unsigned long long)v->bytes_to_guest / 1024,
 		 (unsigned long long)v->bytes_to_host / 1024, (unsigned long long)v->pkts_dropped,
@@ -404,6 +449,7 @@ void virtio_vsock_destroy(struct virtio_vsock *v)
 	v->loop = NULL;   /* may be destroyed already: sockets just close */
 	vsock_conn_close_all(v);
 	vsock_host_unlisten(v);
+	vsock_host_drop_local(v);
 	if (v->wake_fd >= 0)
 		close(v->wake_fd);
 	if (v->timer_fd >= 0)

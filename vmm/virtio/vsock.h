@@ -3,12 +3,14 @@
 #define MAYFLY_VIRTIO_VSOCK_H
 
 #include <linux/virtio_vsock.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
 #include "event.h"
+#include "log.h"
 #include "virtio/mmio.h"
 #include "virtio/queue.h"
 
@@ -25,15 +27,17 @@
 #define VSOCK_CONN_BUF        (256 * 1024) /* guest-to-host bytes held for a slow host socket */
 #define VSOCK_MAX_PAYLOAD     (64 * 1024)  /* one packet's payload, either way */
 #define VSOCK_LINE_MAX        64           /* "CONNECT <port>\n" from a host client */
+#define VSOCK_LOCAL_BACKLOG   16           /* local connections not yet taken by the I/O thread */
 #define VSOCK_HOST_PORT_BASE  (1u << 30)   /* local ports of host-initiated connections */
-#define VSOCK_RST_RING        32           /* RSTs for packets on no connection, not yet sent */
+#define VSOCK_RST_RING        32           /* RSTs for packets on no connection, not yet sent;
+                                              full, tx waits: never dropped */
 #define VSOCK_HASH_BUCKETS    256
 
 /* Timeouts in milliseconds (fields of struct virtio_vsock, so tests can
  * shorten them). */
 #define VSOCK_RESPONSE_TIMEOUT_MS 2000     /* guest answers a host CONNECT */
 #define VSOCK_LINE_TIMEOUT_MS     10000    /* host client sends its CONNECT line */
-#define VSOCK_LINGER_MS           10000    /* a closing connection flushes and says RST */
+#define VSOCK_LINGER_MS           10000    /* a finished connection's last bytes reach the host */
 
 struct vsock_conn;
 
@@ -45,6 +49,9 @@ struct vsock_conn;
  *    the I/O thread, which holds mmio.lock whenever it touches it: queue
  *    kicks come in under the lock, and every socket, timer and wake
  *    callback takes it.
+ *  - virtio_vsock_connect_local may run on any thread: it only queues the
+ *    new socket under local_lock and wakes the I/O thread, which takes it
+ *    (lock order: mmio.lock, then local_lock).
  *  - virtio_vsock_destroy runs after the I/O thread has stopped. */
 struct virtio_vsock {
 	struct virtio_mmio mmio;      /* the transport; its opaque is this struct */
@@ -52,7 +59,8 @@ struct virtio_vsock {
 	struct virtio_vsock_config config;
 	uint64_t guest_cid;
 
-	/* The host side: the listening Unix socket, removed again at exit. */
+	/* The host side: the listening Unix socket, removed again at exit;
+	 * path "" and listen_fd -1 without one. */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd;
 	bool listen_paused;           /* not watched: at the connection cap, or out of fds */
@@ -63,6 +71,13 @@ struct virtio_vsock {
 	uint64_t timer_at;            /* CLOCK_MONOTONIC ns it is armed for, 0: disarmed */
 	bool reset_pending;           /* the driver reset the device: close everything */
 
+	/* Local connections waiting for the I/O thread, like clients in the
+	 * listener's backlog: the device's ends of their socketpairs. */
+	pthread_mutex_t local_lock;
+	int local_fds[VSOCK_LOCAL_BACKLOG];
+	unsigned local_head, local_len;   /* local_lock */
+	bool local_waiting;           /* I/O thread: some wait for a slot under the cap */
+
 	/* Connections (I/O thread, lock held). */
 	struct vsock_conn *buckets[VSOCK_HASH_BUCKETS];   /* by (local port, guest port) */
 	struct vsock_conn *conns;     /* every connection, CONNECT line readers too */
@@ -71,6 +86,7 @@ struct virtio_vsock {
 	uint32_t next_port;           /* next local port for a host-initiated connection */
 	struct { uint32_t src, dst; } rsts[VSOCK_RST_RING];   /* RSTs owed for unknown connections */
 	unsigned rst_head, rst_len;
+	bool tx_paused;               /* tx waits for room in rsts: the rx pump resumes it */
 
 	/* Queue scratch (I/O thread, lock held). An rx chain popped but not yet
 	 * filled is kept for the next packet: a chain cannot be given back. */
@@ -81,9 +97,12 @@ struct virtio_vsock {
 	unsigned max_conns;
 	unsigned response_timeout_ms, line_timeout_ms, linger_ms;
 
-	/* Log each kind of guest mistake once. */
-	bool warned_pkt[8];           /* by enum vsock_verdict */
-	bool warned_credit, warned_cap, warned_rst_ring, warned_state;
+	/* A limit per kind of line the guest (or a host client) can cause,
+	 * for the device's life: a reset does not clear them. */
+	struct log_limit lim_pkt[8];  /* by enum vsock_verdict */
+	struct log_limit lim_credit, lim_state, lim_guest_refused, lim_host_refused;
+	struct log_limit lim_cap_guest, lim_cap_host, lim_silent, lim_line, lim_accept;
+	struct log_limit lim_timer, lim_wake, lim_rst_ring;
 
 	/* Statistics, for the log at exit. */
 	uint64_t conns_host, conns_guest, conns_refused, pkts_dropped, rsts_sent;
@@ -93,8 +112,11 @@ struct virtio_vsock {
 /* Create the device for guest CID `guest_cid`: bind and listen on the Unix
  * socket `path` (a stale socket file there is replaced; any other file is
  * -EEXIST) and watch it, a wake eventfd and a timer in `loop`, which must
- * not be started yet. The struct must not move afterwards. 0 or -errno
- * with *why saying what failed; nothing is left behind on failure. */
+ * not be started yet. `path` NULL: no Unix listener and nothing in the file
+ * system; host connections come only from virtio_vsock_connect_local, and a
+ * guest connecting to the host (CID 2) gets RST, there being no PATH_<port>.
+ * The struct must not move afterwards. 0 or -errno with *why saying what
+ * failed; nothing is left behind on failure. */
 int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_cid,
 		      const struct guest_mem *mem, struct event_loop *loop, const char **why)
 	__attribute__((warn_unused_result));
@@ -104,15 +126,18 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
  * sends "CONNECT <port>\n" and reads "OK <port>\n", as any hybrid-vsock
  * client does), the other end returned to the caller (SOCK_CLOEXEC,
  * blocking). Callable from any thread, before or while the I/O thread runs;
- * the connection counts against the same cap. fd, or -errno. */
+ * the connection counts against the same cap. fd, or -errno.
+ * -EAGAIN: VSOCK_LOCAL_BACKLOG connections already wait for the I/O thread
+ * (at the cap they wait for a slot, as the listener's backlog does). */
 int virtio_vsock_connect_local(struct virtio_vsock *v);
 
 /* Log the connection and byte statistics at info level. */
 void virtio_vsock_log_stats(const struct virtio_vsock *v);
 
 /* Once the I/O thread has stopped (or never started): close every
- * connection and the listener and remove the socket file. Does not touch
- * the event loop, which may already be destroyed. */
+ * connection (local ones not yet taken included) and the listener, and
+ * remove the socket file. Does not touch the event loop, which may already
+ * be destroyed. */
 void virtio_vsock_destroy(struct virtio_vsock *v);
 
 #endif

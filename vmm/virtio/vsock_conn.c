@@ -150,9 +150,11 @@ void vsock_conn_free(struct vsock_conn *c)
 		c->next->prev = c->prev;
 	v->nr_conns--;
 	free(c);
-	/* A slot is free again: a listener paused by the cap or by EMFILE may go on. */
+	/* A slot is free again: a listener paused by the cap or by EMFILE may
+	 * go on, and so may local connections. */
 	if (v->listen_paused && v->loop && !event_loop_mod(v->loop, v->listen_fd, EPOLLIN))
 		v->listen_paused = false;
+	vsock_host_slot_freed(v);
 }
 
 void vsock_conn_close_all(struct virtio_vsock *v)
@@ -228,8 +230,10 @@ static bool guest_knows(const struct vsock_conn *c)
 }
 
 /* End the connection on the host side and owe the guest an RST. The
- * connection stays (CLOSING, counted against the cap) until the RST is
- * delivered or the linger time is up. */
+ * connection stays (CLOSING, counted against the cap, but without its
+ * socket) until the RST is delivered, however long the guest takes to give
+ * an rx buffer: a guest that never heard it would keep the connection
+ * open. What that costs is bounded by the cap; a driver reset ends it. */
 void vsock_conn_reset(struct vsock_conn *c)
 {
 	if (c->state == CONN_CLOSING)
@@ -242,7 +246,7 @@ void vsock_conn_reset(struct vsock_conn *c)
 	c->state = CONN_CLOSING;
 	c->pending = PEND_RST;
 	c->readable = false;
-	vsock_conn_set_deadline(c, c->v->linger_ms);
+	c->deadline = 0;
 	vsock_conn_mark(c);
 }
 
@@ -357,11 +361,8 @@ static void conn_from_guest(struct vsock_conn *c, const struct vsock_pkt *pkt)
 		return;
 	}
 	if (len > VSOCK_CONN_BUF - (c->rx_cnt - c->fwd_cnt)) {
-		if (!v->warned_credit) {
-			v->warned_credit = true;
-			log_warn("virtio-vsock %s: guest sent beyond the credit it was given: "
-				 "connection reset (logged once)", v->mmio.name);
-		}
+		log_limited(&v->lim_credit, LOG_WARN, "virtio-vsock %s: guest sent beyond the "
+			    "credit it was given: connection reset", v->mmio.name);
 		vsock_conn_reset(c);
 		return;
 	}
@@ -569,21 +570,22 @@ static void guest_connect(struct virtio_vsock *v, const struct vsock_hdr *h)
 	int fd = -1;
 
 	if (v->nr_conns >= v->max_conns) {
-		if (!v->warned_cap) {
-			v->warned_cap = true;
-			log_warn("virtio-vsock: %u connections open: more refused (logged once)",
-				 v->max_conns);
-		}
+		log_limited(&v->lim_cap_guest, LOG_WARN, "virtio-vsock %s: %u connections open: "
+			    "the guest's connection to port %u refused", v->mmio.name, v->max_conns,
+			    h->dst_port);
 		goto refuse;
 	}
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, h->dst_port) >=
-	    sizeof(sa.sun_path))
+	/* Without a socket file (local connections only) there is no PATH_P. */
+	if (!v->path[0] ||
+	    (size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, h->dst_port) >=
+		    sizeof(sa.sun_path))
 		goto refuse;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	/* A Unix connect completes at once or fails (EAGAIN: backlog full). */
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		log_debug("virtio-vsock: guest connect to host port %u: %s: %s", h->dst_port,
-			  sa.sun_path, strerror(errno));
+		log_limited(&v->lim_guest_refused, LOG_DEBUG, "virtio-vsock %s: guest connect to "
+			    "host port %u: %s: %s", v->mmio.name, h->dst_port, sa.sun_path,
+			    strerror(errno));
 		goto refuse;
 	}
 	c = vsock_conn_new(v, fd, CONN_OPEN);
@@ -623,11 +625,8 @@ void vsock_conn_reject(struct virtio_vsock *v, const struct vsock_hdr *h)
 
 static void warn_state(struct virtio_vsock *v, const struct vsock_hdr *h)
 {
-	if (v->warned_state)
-		return;
-	v->warned_state = true;
-	log_warn("virtio-vsock: guest sent op %u in the wrong connection state: reset "
-		 "(logged once)", h->op);
+	log_limited(&v->lim_state, LOG_WARN, "virtio-vsock %s: guest sent op %u in the wrong "
+		    "connection state: reset", v->mmio.name, h->op);
 }
 
 void vsock_conn_packet(struct virtio_vsock *v, const struct vsock_pkt *pkt)
@@ -656,7 +655,8 @@ void vsock_conn_packet(struct virtio_vsock *v, const struct vsock_pkt *pkt)
 	switch (h->op) {
 	case VIRTIO_VSOCK_OP_RST:
 		if (c->state == CONN_CONNECTING)
-			log_debug("virtio-vsock: guest refused port %u", c->peer_port);
+			log_limited(&v->lim_host_refused, LOG_DEBUG, "virtio-vsock %s: guest "
+				    "refused port %u", v->mmio.name, c->peer_port);
 		vsock_conn_free(c);   /* the host client sees its socket close */
 		return;
 	case VIRTIO_VSOCK_OP_RESPONSE:

@@ -124,6 +124,10 @@ void vsock_queue_rst(struct virtio_vsock *v, uint32_t src_port, uint32_t dst_por
  * it may free any of them. */
 void vsock_rx_pump(struct virtio_vsock *v);
 
+/* Wake the I/O thread (its wake callback applies a pending reset and takes
+ * waiting local connections). Any thread. */
+void vsock_wake_io(struct virtio_vsock *v);
+
 /* The driver reset the device since the I/O thread last looked: close
  * every connection now. Returns true if it did (the caller's connection
  * may be gone). I/O thread, lock held. */
@@ -131,12 +135,27 @@ bool vsock_sync(struct virtio_vsock *v);
 
 /* ---- vsock_host.c ---- */
 
+/* Pure: the port of a host client's CONNECT line (len bytes, without its
+ * newline), as Firecracker would read it. 0, or -EINVAL for anything else. */
+int vsock_host_parse_connect(const char *line, size_t len, uint32_t *port);
+
 /* Bind and listen on `path`, replacing a stale socket file. 0 or -errno
  * with *why. Before the loop runs. */
 int vsock_host_listen(struct virtio_vsock *v, const char *path, const char **why);
 
 /* Close the listener and remove the socket file if it is still ours. */
 void vsock_host_unlisten(struct virtio_vsock *v);
+
+/* Take the local connections waiting in v->local_fds, as many as the cap
+ * allows, as the listener takes its clients. I/O thread, lock held. */
+void vsock_host_take_local(struct virtio_vsock *v);
+
+/* A connection slot freed: wake the I/O thread if local connections wait
+ * for one. Lock held. */
+void vsock_host_slot_freed(struct virtio_vsock *v);
+
+/* Close the local connections still waiting (destroy), and local_lock. */
+void vsock_host_drop_local(struct virtio_vsock *v);
 
 /* event_fns (opaque: the device): a host client is waiting in the
  * listener's backlog; the connection timer fired. They take the lock. */

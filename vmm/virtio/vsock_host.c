@@ -1,12 +1,14 @@
-/* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, the CONNECT line, connection timeouts. */
+/* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, local connections, the CONNECT line, connection timeouts. */
 #include "virtio/vsock_conn.h"
 #include "clock.h"
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,7 +30,8 @@ static void arm_timer(struct virtio_vsock *v, uint64_t at)
 	};
 
 	if (timerfd_settime(v->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-		log_warn("virtio-vsock: cannot arm the connection timer: %s", strerror(errno));
+		log_limited(&v->lim_timer, LOG_WARN, "virtio-vsock %s: cannot arm the connection "
+			    "timer: %s", v->mmio.name, strerror(errno));
 		return;
 	}
 	v->timer_at = at;
@@ -45,26 +48,61 @@ void vsock_conn_set_deadline(struct vsock_conn *c, unsigned ms)
 
 /* ---- the CONNECT line ---- */
 
-/* "CONNECT <port>" (a trailing CR tolerated): the port, or -1. */
-static int64_t parse_connect(const char *line)
+/* Firecracker's parser (read_local_stream_port, in its vsock muxer) is the
+ * reference, since hybrid-vsock clients are written against it: the line
+ * splits on whitespace; the first word is "connect" in any case; the second
+ * is a u32 as Rust parses one (an optional '+', decimal digits, leading
+ * zeros allowed, at most 2^32 - 1, so VMADDR_PORT_ANY too: the guest
+ * refuses that port itself); further words are ignored. It takes Unicode
+ * text; this takes ASCII only: the words are ASCII anyway, and a byte that
+ * is neither printable nor whitespace is refused, not guessed at. */
+static bool line_space(char ch)
 {
-	uint64_t port = 0;
+	return ch == ' ' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\r';
+}
 
-	if (strncmp(line, "CONNECT ", 8))
-		return -1;
-	line += 8;
-	if (!*line || *line == '\r')
-		return -1;
-	for (; *line && *line != '\r'; line++) {
-		if (*line < '0' || *line > '9')
-			return -1;
-		port = port * 10 + (uint64_t)(*line - '0');
-		if (port >= 0xffffffffULL)   /* VMADDR_PORT_ANY is not a port */
-			return -1;
+/* The next word of line[*pos, len): its start and length (0 at the end). */
+static size_t next_word(const char *line, size_t len, size_t *pos, const char **word)
+{
+	size_t start;
+
+	while (*pos < len && line_space(line[*pos]))
+		(*pos)++;
+	start = *pos;
+	while (*pos < len && !line_space(line[*pos]))
+		(*pos)++;
+	*word = line + start;
+	return *pos - start;
+}
+
+int vsock_host_parse_connect(const char *line, size_t len, uint32_t *port)
+{
+	const char *w;
+	size_t pos = 0, n;
+	uint64_t val = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (!line_space(line[i]) && (line[i] < 0x21 || line[i] > 0x7e))
+			return -EINVAL;
+	n = next_word(line, len, &pos, &w);
+	if (n != 7 || strncasecmp(w, "connect", 7))
+		return -EINVAL;
+	n = next_word(line, len, &pos, &w);
+	if (n && *w == '+') {
+		w++;
+		n--;
 	}
-	if (*line == '\r' && line[1])
-		return -1;
-	return (int64_t)port;
+	if (!n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (w[i] < '0' || w[i] > '9')
+			return -EINVAL;
+		val = val * 10 + (uint64_t)(w[i] - '0');
+		if (val > UINT32_MAX)
+			return -EINVAL;
+	}
+	*port = (uint32_t)val;
+	return 0;
 }
 
 static uint32_t alloc_port(struct virtio_vsock *v)
@@ -91,7 +129,7 @@ void vsock_host_read_line(struct vsock_conn *c)
 	ssize_t n = recv(c->fd, peek, VSOCK_LINE_MAX - c->line_len, MSG_PEEK | MSG_DONTWAIT);
 	char *nl;
 	size_t take;
-	int64_t port;
+	uint32_t port;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -108,31 +146,27 @@ void vsock_host_read_line(struct vsock_conn *c)
 	c->line_len += (uint32_t)take;
 	if (!nl) {
 		if (c->line_len == VSOCK_LINE_MAX) {
-			log_warn("virtio-vsock: host client sent no CONNECT line in %d bytes: closed",
-				 VSOCK_LINE_MAX);
+			log_limited(&v->lim_line, LOG_WARN, "virtio-vsock %s: host client sent no "
+				    "CONNECT line in %d bytes: closed", v->mmio.name, VSOCK_LINE_MAX);
 			vsock_conn_free(c);
 		}
 		return;
 	}
-	/* A NUL inside would end the string early and hide the rest. */
-	port = memchr(c->line, '\0', c->line_len) ? -1 : 0;
-	c->line[c->line_len - 1] = '\0';
-	if (!port)
-		port = parse_connect(c->line);
-	if (port < 0) {
-		log_warn("virtio-vsock: host client sent a bad CONNECT line: closed");
+	if (vsock_host_parse_connect(c->line, c->line_len - 1, &port)) {
+		log_limited(&v->lim_line, LOG_WARN, "virtio-vsock %s: host client sent a bad "
+			    "CONNECT line: closed", v->mmio.name);
 		vsock_conn_free(c);
 		return;
 	}
 	if (!virtio_mmio_live(&v->mmio)) {
 		/* No driver (yet, or any more) to answer: say so now, not in 2 s. */
-		log_debug("virtio-vsock: host connects to port %lld before the guest driver is up",
-			  (long long)port);
+		log_debug("virtio-vsock: host connects to port %u before the guest driver is up",
+			  port);
 		vsock_conn_free(c);
 		return;
 	}
 	c->host_initiated = true;
-	c->peer_port = (uint32_t)port;
+	c->peer_port = port;
 	c->local_port = alloc_port(v);
 	vsock_conn_hash(c);
 	c->state = CONN_CONNECTING;
@@ -146,6 +180,28 @@ void vsock_host_read_line(struct vsock_conn *c)
 	log_debug("virtio-vsock: host connects to guest port %u from %u", c->peer_port,
 		  c->local_port);
 	vsock_conn_mark(c);
+}
+
+/* A host client's socket, accepted or local: it has the line timeout to
+ * say CONNECT. false when out of memory (fd closed). */
+static bool host_client(struct virtio_vsock *v, int fd)
+{
+	struct vsock_conn *c = vsock_conn_new(v, fd, CONN_LINE);
+
+	if (!c) {
+		close(fd);
+		return false;
+	}
+	vsock_conn_set_deadline(c, v->line_timeout_ms);
+	if (vsock_conn_watch(c))
+		vsock_conn_free(c);
+	return true;
+}
+
+static void cap_reached(struct virtio_vsock *v)
+{
+	log_limited(&v->lim_cap_host, LOG_WARN, "virtio-vsock %s: %u connections open: host "
+		    "clients wait", v->mmio.name, v->max_conns);
 }
 
 static void pause_listener(struct virtio_vsock *v)
@@ -162,17 +218,12 @@ void vsock_listen_event(void *opaque, uint32_t events)
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
 	for (int i = 0; i < 16; i++) {
-		struct vsock_conn *c;
 		int fd;
 
 		/* At the cap, clients wait in the backlog for a free slot
 		 * rather than being turned away at once. */
 		if (v->nr_conns >= v->max_conns) {
-			if (!v->warned_cap) {
-				v->warned_cap = true;
-				log_warn("virtio-vsock: %u connections open: more wait (logged once)",
-					 v->max_conns);
-			}
+			cap_reached(v);
 			pause_listener(v);
 			break;
 		}
@@ -181,21 +232,88 @@ void vsock_listen_event(void *opaque, uint32_t events)
 			/* Out of fds: stop watching until a connection closes,
 			 * or the pending client would spin the loop. */
 			if (errno == EMFILE || errno == ENFILE) {
-				log_warn("virtio-vsock: cannot accept: %s", strerror(errno));
+				log_limited(&v->lim_accept, LOG_WARN, "virtio-vsock %s: cannot "
+					    "accept: %s", v->mmio.name, strerror(errno));
 				pause_listener(v);
 			}
 			break;
 		}
-		c = vsock_conn_new(v, fd, CONN_LINE);
-		if (!c) {
-			close(fd);
+		if (!host_client(v, fd))
 			break;
-		}
-		vsock_conn_set_deadline(c, v->line_timeout_ms);
-		if (vsock_conn_watch(c))
-			vsock_conn_free(c);
 	}
 	pthread_mutex_unlock(&v->mmio.lock);
+}
+
+/* ---- local connections: a socketpair instead of the listener ---- */
+
+int virtio_vsock_connect_local(struct virtio_vsock *v)
+{
+	int sv[2], rc = 0;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	/* The device's end is non-blocking, as an accepted socket is. */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		goto err_pair;
+	}
+	/* The event loop is the I/O thread's alone: queue the socket and wake
+	 * it (vsock_host_take_local). The queue is bounded like a backlog. */
+	pthread_mutex_lock(&v->local_lock);
+	if (v->local_len == VSOCK_LOCAL_BACKLOG)
+		rc = -EAGAIN;
+	else
+		v->local_fds[(v->local_head + v->local_len++) % VSOCK_LOCAL_BACKLOG] = sv[0];
+	pthread_mutex_unlock(&v->local_lock);
+	if (rc)
+		goto err_pair;
+	vsock_wake_io(v);
+	return sv[1];
+
+err_pair:
+	close(sv[0]);
+	close(sv[1]);
+	return rc;
+}
+
+void vsock_host_take_local(struct virtio_vsock *v)
+{
+	for (;;) {
+		int fd = -1;
+		bool full = v->nr_conns >= v->max_conns;
+
+		pthread_mutex_lock(&v->local_lock);
+		v->local_waiting = full && v->local_len;
+		if (!full && v->local_len) {
+			fd = v->local_fds[v->local_head];
+			v->local_head = (v->local_head + 1) % VSOCK_LOCAL_BACKLOG;
+			v->local_len--;
+		}
+		pthread_mutex_unlock(&v->local_lock);
+		if (v->local_waiting)
+			cap_reached(v);
+		if (fd < 0 || !host_client(v, fd))
+			return;
+	}
+}
+
+void vsock_host_slot_freed(struct virtio_vsock *v)
+{
+	/* Not taken here: a slot frees in the middle of walks over the
+	 * connections, which a new one must not join. */
+	if (v->local_waiting && v->loop)
+		vsock_wake_io(v);
+}
+
+void vsock_host_drop_local(struct virtio_vsock *v)
+{
+	pthread_mutex_lock(&v->local_lock);
+	for (; v->local_len; v->local_len--) {
+		close(v->local_fds[v->local_head]);
+		v->local_head = (v->local_head + 1) % VSOCK_LOCAL_BACKLOG;
+	}
+	pthread_mutex_unlock(&v->local_lock);
+	pthread_mutex_destroy(&v->local_lock);
 }
 
 void vsock_timer_event(void *opaque, uint32_t events)
@@ -221,16 +339,16 @@ void vsock_timer_event(void *opaque, uint32_t events)
 			vsock_conn_free(c);
 			break;
 		case CONN_CONNECTING:
-			log_warn("virtio-vsock: guest did not answer a connection to port %u in %u ms",
-				 c->peer_port, v->response_timeout_ms);
+			log_limited(&v->lim_silent, LOG_WARN, "virtio-vsock %s: guest did not answer "
+				    "a connection to port %u in %u ms", v->mmio.name, c->peer_port,
+				    v->response_timeout_ms);
 			vsock_conn_reset(c);
 			break;
 		case CONN_OPEN:
 			vsock_conn_reset(c);   /* a closing connection's host never took the last bytes */
 			break;
 		case CONN_CLOSING:
-			vsock_conn_free(c);    /* the guest took no RST in all this time */
-			break;
+			break;                 /* none: it waits for its RST to go out */
 		}
 	}
 	/* Resets above set new deadlines: re-arm for the earliest left. */
