@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
+#include "thread.h"
 #include "x86/boot.h"
 #include "x86/cpu.h"
 #include "x86/layout.h"
@@ -404,18 +405,26 @@ int vm_run(struct vm *vm)
 	int sig_fd = vm_block_signals(&set);
 	int code;
 
-	if (sig_fd < 0 || vcpu_init_signals()) {
+	if (sig_fd < 0 || thread_init()) {
 		log_error("cannot set up signal handling: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	/* From here until log_writer_stop no thread waits for stderr. */
+	if (log_writer_start()) {
+		log_error("cannot start the log writer thread");
+		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
 	if (console_start(vm)) {
 		log_error("cannot start the console thread");
+		log_writer_stop();
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
 	if ((vm->nr_blks || vm->vsock) && event_loop_start(&vm->io)) {
 		log_error("cannot start the I/O thread");
 		console_stop(vm);
+		log_writer_stop();
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
@@ -466,6 +475,7 @@ int vm_run(struct vm *vm)
 		log_info("vm stopped: %s", vm->exit_reason);
 	else
 		log_error("vm stopped: %s (exit %d)", vm->exit_reason, code);
+	log_writer_stop();
 	return code;
 }
 

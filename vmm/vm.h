@@ -97,12 +97,10 @@ void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
 	      int format, uint64_t entry) __attribute__((warn_unused_result));
 int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));
-/* Make a running vCPU leave KVM_RUN promptly. */
+/* Make a running vCPU leave KVM_RUN promptly (thread_kick). */
 void vcpu_kick(struct vcpu *vcpu);
 void vcpu_join(struct vcpu *vcpu);
 void vcpu_destroy(struct vcpu *vcpu);
-/* Installs the (empty) signal handler used by vcpu_kick. Once per process. */
-int vcpu_init_signals(void);
 
 /* Log the VM exits of all (joined) vCPUs by reason and by device. */
 void vcpu_log_exit_stats(struct vm *vm);
