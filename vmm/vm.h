@@ -40,6 +40,7 @@ struct console {
 	bool started;
 	int wake_fd;             /* eventfd: output pending, input room, or stop */
 	_Atomic bool stopping;
+	atomic_bool give_up;     /* stdout did not drain in time: drop the rest */
 	bool interactive;
 	bool raw_tty;            /* stdin was switched to raw mode */
 	int in_fd, out_fd;
@@ -109,8 +110,15 @@ void vcpu_log_exit_stats(struct vm *vm);
 /* Serial notify hook (opaque = struct vm): wakes the console thread. Runs
  * on a vCPU thread and never blocks. */
 void console_notify(void *opaque);
+/* Start the console thread: the serial output to stdout (or as
+ * vm->cfg->console_out says), stdin to the guest with --console. 0 or
+ * -errno. */
 int console_start(struct vm *vm) __attribute__((warn_unused_result));
-/* Flush remaining output (bounded wait) and restore the terminal. */
+#define CONSOLE_STOP_GRACE_MS 2000
+/* After the vCPUs are joined: write out the remaining output, for at most
+ * CONSOLE_STOP_GRACE_MS; if stdout does not take it by then, drop the rest.
+ * Returns once the console thread has exited and been joined (so the VM
+ * can be freed), whatever stdout does; restores the terminal. */
 void console_stop(struct vm *vm);
 
 #endif
