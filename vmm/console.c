@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <termios.h>
@@ -39,7 +40,7 @@ static void console_drain_output(struct vm *vm)
 	while ((n = serial_take_output(&vm->serial, buf, sizeof(buf))) > 0) {
 		int rc;
 
-		panic_watch_feed(&con->panic, buf, n);
+		console_watch_feed(&con->watch, buf, n);
 		if (con->out_fd < 0)
 			continue;
 		/* console_stop gives up on a reader that stopped reading: the
@@ -79,6 +80,7 @@ static void console_read_input(struct vm *vm, struct input *in)
 		if (con->raw_tty && in->escape) {
 			in->escape = false;
 			if (raw[i] == 'x') {
+				con->quit = true;
 				vm_stop(vm, EXIT_GUEST_RESET, "quit from the console (Ctrl-A x)");
 				return;
 			}
@@ -181,3 +183,21 @@ void console_stop(struct vm *vm)
 			 (unsigned long long)serial_dropped(&vm->serial));
 }
 
+int console_exit_code(struct vm *vm, int code)
+{
+	const struct console_watch *w = &vm->console.watch;
+
+	if (code != EXIT_GUEST_RESET)
+		return code;
+	if (w->panicked) {
+		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
+			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
+		return EXIT_GUEST_PANIC;
+	}
+	if (vm->cfg->init_cmd && w->status_seen && !vm->console.quit) {
+		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
+			 "the guest's init command exited with status %u", w->status);
+		return w->status;
+	}
+	return code;
+}

@@ -10,10 +10,10 @@
 
 #include "bus.h"
 #include "config.h"
+#include "console_watch.h"
 #include "event.h"
 #include "kvm.h"
 #include "mem.h"
-#include "panic_watch.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
@@ -45,7 +45,9 @@ struct console {
 	bool raw_tty;            /* stdin was switched to raw mode */
 	int in_fd, out_fd;
 	struct termios saved_tty;
-	struct panic_watch panic;    /* console thread only, read after join */
+	/* Console thread only, read after join: */
+	struct console_watch watch;  /* every byte of guest output passes it */
+	bool quit;                   /* the user typed Ctrl-A x */
 };
 
 struct vm {
@@ -120,5 +122,12 @@ int console_start(struct vm *vm) __attribute__((warn_unused_result));
  * Returns once the console thread has exited and been joined (so the VM
  * can be freed), whatever stdout does; restores the terminal. */
 void console_stop(struct vm *vm);
+/* After console_stop: the exit code once the guest's console output is
+ * taken into account, for a VM that ended with `code`. A guest reset
+ * (EXIT_GUEST_RESET) after the panic banner is EXIT_GUEST_PANIC; with
+ * --init-cmd, a guest reset after init's "mayfly: exit status N" line is
+ * N (not when the user quit with Ctrl-A x). vm->exit_reason then says so.
+ * Any other code is returned as it is. */
+int console_exit_code(struct vm *vm, int code);
 
 #endif

@@ -1,4 +1,4 @@
-/* test_console.c - the console thread: output to stdout, and a stop that always ends it. */
+/* test_console.c - the console thread: output to stdout, a stop that always ends it, and the exit code the guest's output decides. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "exitcode.h"
 #include "observe.h"
 #include "vm.h"
 
@@ -152,4 +153,72 @@ Test(console, stop_ends_the_thread_even_when_stdout_is_never_read, .timeout = 60
 	cr_assert_eq(nr_threads(), threads - 1, "the console thread outlived console_stop");
 	cr_assert_eq(count_lines(err, "console output still blocked at exit"), 1, "stderr: %s", err);
 	free(err);
+}
+
+Test(console, init_status_line_is_the_exit_code_with_init_cmd)
+{
+	char *text;
+
+	cfg.init_cmd = "echo hi; exit 7";
+	text = run_console("hi\r\nmayfly: exit status 7\r\n[    1.5] reboot: Restarting system\r\n");
+	cr_assert(strstr(text, "mayfly: exit status 7\r\n"), "the line still reaches stdout");
+	free(text);
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 7);
+	cr_assert(strstr(vm.exit_reason, "exited with status 7"), "reason: %s", vm.exit_reason);
+	/* Only a reset by the guest: a crash or a signal keeps its own code. */
+	cr_assert_eq(console_exit_code(&vm, EXIT_TRIPLE_FAULT), EXIT_TRIPLE_FAULT);
+	cr_assert_eq(console_exit_code(&vm, 128 + 15), 128 + 15);
+}
+
+Test(console, status_zero_is_a_clean_exit)
+{
+	cfg.init_cmd = "true";
+	free(run_console("mayfly: exit status 0\r\n"));
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 0);
+}
+
+Test(console, status_line_ignored_without_init_cmd)
+{
+	/* Without --init-cmd the guest's init is not ours to trust: a shell
+	 * session's status line says nothing about how mayfly ends. */
+	free(run_console("mayfly: exit status 7\r\n"));
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+}
+
+Test(console, no_status_line_is_a_plain_reset)
+{
+	cfg.init_cmd = "exit 7";
+	free(run_console("mayfly-init: init failed (status 1); rebooting\r\n"));
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+}
+
+Test(console, quit_from_the_console_is_not_the_command_status)
+{
+	cfg.init_cmd = "exit 7";
+	free(run_console("mayfly: exit status 7\r\n"));
+	vm.console.quit = true;   /* what Ctrl-A x on a raw tty sets */
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+}
+
+Test(console, panic_wins_over_the_status_line)
+{
+	cfg.init_cmd = "exit 7";
+	free(run_console("mayfly: exit status 7\r\nKernel panic - not syncing: Attempted to kill init!\r\n"));
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_PANIC);
+	cr_assert(strstr(vm.exit_reason, "panicked"), "reason: %s", vm.exit_reason);
+}
+
+Test(console, output_dropped_at_stop_is_still_watched, .timeout = 60)
+{
+	struct capture cap;
+
+	cfg.init_cmd = "exit 9";
+	cr_assert_eq(console_start(&vm), 0);
+	guest_floods(more_than_stdout_holds());
+	wait_for_full_stdout();
+	guest_puts("mayfly: exit status 9\r\n");
+	capture_start(&cap);
+	console_stop(&vm);
+	free(capture_stop(&cap));
+	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 9);
 }
