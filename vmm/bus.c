@@ -61,7 +61,8 @@ static struct bus_range *bus_find(struct bus *bus, uint64_t addr)
 }
 
 /* Log an unclaimed address the first time it is seen; the set is bounded
- * so a guest scanning every port cannot grow VMM memory. */
+ * so a guest scanning every port cannot grow VMM memory, and the lines
+ * are limited so that it cannot flood the log either. */
 static void bus_note_unclaimed(struct bus *bus, uint64_t addr, bool is_write)
 {
 	bool first = true;
@@ -76,8 +77,8 @@ static void bus_note_unclaimed(struct bus *bus, uint64_t addr, bool is_write)
 		first = false;  /* set full: stay quiet rather than flood */
 	pthread_mutex_unlock(&bus->unclaimed_lock);
 	if (first)
-		log_info("unclaimed %s %s at 0x%llx (logged once)", bus->name,
-			 is_write ? "write" : "read", (unsigned long long)addr);
+		log_limited(&bus->lim_unclaimed, LOG_INFO, "unclaimed %s %s at 0x%llx", bus->name,
+			    is_write ? "write" : "read", (unsigned long long)addr);
 }
 
 bool bus_dispatch(struct bus *bus, uint64_t addr, uint8_t *data, uint32_t len,

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
+
 #define BUS_MAX_RANGES     64
 #define BUS_MAX_UNCLAIMED  64   /* distinct unclaimed addresses remembered for logging */
 
@@ -33,6 +35,7 @@ struct bus {
 	pthread_mutex_t unclaimed_lock;
 	int nr_unclaimed;
 	uint64_t unclaimed[BUS_MAX_UNCLAIMED];
+	struct log_limit lim_unclaimed;   /* a guest probing many addresses */
 	_Atomic uint64_t unclaimed_hits;
 };
 
@@ -47,7 +50,8 @@ int bus_register(struct bus *bus, uint64_t base, uint64_t len, bus_handler fn,
 
 /* Send an access to the device owning addr. Returns false when no range
  * claims [addr, addr+len); then a read is answered with all ones, the
- * access is logged once per address, and the guest goes on. */
+ * access is logged (info) the first time its address is seen, within
+ * the bus's log limit, and the guest goes on. */
 bool bus_dispatch(struct bus *bus, uint64_t addr, uint8_t *data, uint32_t len,
 		  bool is_write);
 

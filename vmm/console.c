@@ -2,14 +2,15 @@
 #include "vm.h"
 #include "exitcode.h"
 #include "log.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #define CONSOLE_ESCAPE 0x01   /* Ctrl-A, then 'x' quits (as in QEMU) */
@@ -37,22 +38,19 @@ static void console_drain_output(struct vm *vm)
 	size_t n;
 
 	while ((n = serial_take_output(&vm->serial, buf, sizeof(buf))) > 0) {
-		size_t done = 0;
+		int rc;
 
-		panic_watch_feed(&con->panic, buf, n);
-		while (done < n && con->out_fd >= 0) {
-			ssize_t w = write(con->out_fd, buf + done, n - done);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				/* The reader went away: keep draining so the guest
-				 * is never held up, but stop writing. */
-				log_warn("console output closed: %s", strerror(errno));
-				con->out_fd = -1;
-				break;
-			}
-			done += (size_t)w;
+		console_watch_feed(&con->watch, buf, n);
+		if (con->out_fd < 0)
+			continue;
+		/* console_stop gives up on a reader that stopped reading: the
+		 * rest is dropped (but still watched). */
+		rc = thread_write_all(con->out_fd, buf, n, &con->give_up);
+		if (rc && rc != -ECANCELED) {
+			/* The reader went away: keep draining so the guest
+			 * is never held up, but stop writing. */
+			log_warn("console output closed: %s", strerror(-rc));
+			con->out_fd = -1;
 		}
 	}
 }
@@ -82,6 +80,7 @@ static void console_read_input(struct vm *vm, struct input *in)
 		if (con->raw_tty && in->escape) {
 			in->escape = false;
 			if (raw[i] == 'x') {
+				con->quit = true;
 				vm_stop(vm, EXIT_GUEST_RESET, "quit from the console (Ctrl-A x)");
 				return;
 			}
@@ -152,9 +151,11 @@ int console_start(struct vm *vm)
 		      vm->cfg->console_out == CONSOLE_OUT_DISCARD ? -1 : STDOUT_FILENO;
 	con->interactive = vm->cfg->console;
 	console_setup_tty(con);
-	rc = pthread_create(&con->thread, NULL, console_thread, vm);
+	atomic_store(&con->stopping, false);
+	atomic_store(&con->give_up, false);
+	rc = thread_start(&con->thread, console_thread, vm);
 	if (rc)
-		return -rc;
+		return rc;
 	con->started = true;
 	return 0;
 }
@@ -162,15 +163,14 @@ int console_start(struct vm *vm)
 void console_stop(struct vm *vm)
 {
 	struct console *con = &vm->console;
-	struct timespec deadline;
 
 	if (con->started) {
 		atomic_store(&con->stopping, true);
 		console_wake(con);
-		/* A stopped reader must not keep mayfly alive forever. */
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += 2;
-		if (pthread_timedjoin_np(con->thread, NULL, &deadline))
+		/* A reader that stopped reading must not keep mayfly alive, and
+		 * the thread must not outlive the VM it drains: past the grace
+		 * it is kicked out of its write and drops the rest. */
+		if (!thread_stop(con->thread, CONSOLE_STOP_GRACE_MS, &con->give_up))
 			log_warn("console output still blocked at exit; remaining output dropped");
 		con->started = false;
 	}
@@ -181,4 +181,23 @@ void console_stop(struct vm *vm)
 	if (serial_dropped(&vm->serial))
 		log_warn("console: %llu bytes of guest output dropped (reader too slow)",
 			 (unsigned long long)serial_dropped(&vm->serial));
+}
+
+int console_exit_code(struct vm *vm, int code)
+{
+	const struct console_watch *w = &vm->console.watch;
+
+	if (code != EXIT_GUEST_RESET)
+		return code;
+	if (w->panicked) {
+		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
+			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
+		return EXIT_GUEST_PANIC;
+	}
+	if (vm->cfg->init_cmd && w->status_seen && !vm->console.quit) {
+		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
+			 "the guest's init command exited with status %u", w->status);
+		return w->status;
+	}
+	return code;
 }

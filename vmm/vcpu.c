@@ -2,32 +2,16 @@
 #include "vm.h"
 #include "exitcode.h"
 #include "log.h"
+#include "thread.h"
 #include "x86/cpu.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* vcpu_kick sends this; its handler does nothing, the point is the EINTR. */
-#define VCPU_KICK_SIGNAL SIGUSR1
-
-static void kick_handler(int sig)
-{
-	(void)sig;
-}
-
-int vcpu_init_signals(void)
-{
-	struct sigaction sa = { .sa_handler = kick_handler };
-
-	sigemptyset(&sa.sa_mask);
-	return sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0 ? -errno : 0;
-}
 
 int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
 	      int format, uint64_t entry)
@@ -117,6 +101,16 @@ static void vcpu_handle_mmio(struct vcpu *vcpu)
 		     run->mmio.is_write);
 }
 
+/* The reason goes into the one line vm_stop's reason becomes, not a line
+ * of its own: every vCPU may get here, and only the first is logged. */
+static void vcpu_unexpected_exit(struct vcpu *vcpu)
+{
+	char what[48];
+
+	snprintf(what, sizeof(what), "unexpected KVM exit reason %u", vcpu->run->exit_reason);
+	vcpu_log_fatal(vcpu, EXIT_KVM_ERROR, what);
+}
+
 /* Handle one exit; false when the VM must end. */
 static bool vcpu_handle_exit(struct vcpu *vcpu)
 {
@@ -156,9 +150,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 			       "KVM internal error");
 		return false;
 	default:
-		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR, "unexpected KVM exit reason");
-		log_error("vcpu%u: the unexpected exit reason was %u", vcpu->index,
-			  run->exit_reason);
+		vcpu_unexpected_exit(vcpu);
 		return false;
 	}
 }
@@ -166,11 +158,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
-	sigset_t kick;
 
-	sigemptyset(&kick);
-	sigaddset(&kick, VCPU_KICK_SIGNAL);
-	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	log_debug("vcpu%u: first KVM_RUN", vcpu->index);
 
 	while (atomic_load(&vcpu->vm->exit_code) < 0) {
@@ -191,10 +179,11 @@ static void *vcpu_thread(void *arg)
 
 int vcpu_start(struct vcpu *vcpu)
 {
-	int rc = pthread_create(&vcpu->thread, NULL, vcpu_thread, vcpu);
+	/* Only the kick signal reaches a vCPU thread: it makes KVM_RUN return. */
+	int rc = thread_start(&vcpu->thread, vcpu_thread, vcpu);
 
 	if (rc)
-		return -rc;
+		return rc;
 	vcpu->started = true;
 	return 0;
 }
@@ -206,7 +195,7 @@ void vcpu_kick(struct vcpu *vcpu)
 	/* immediate_exit covers the window where the thread is about to enter
 	 * KVM_RUN and so would miss the signal. */
 	vcpu->run->immediate_exit = 1;
-	pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
+	thread_kick(vcpu->thread);
 }
 
 void vcpu_join(struct vcpu *vcpu)

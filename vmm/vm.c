@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
+#include "thread.h"
 #include "x86/boot.h"
 #include "x86/cpu.h"
 #include "x86/layout.h"
@@ -482,20 +483,29 @@ int vm_run(struct vm *vm)
 {
 	sigset_t set;
 	int sig_fd = vm_block_signals(&set);
+	bool reset;
 	int code;
 
-	if (sig_fd < 0 || vcpu_init_signals()) {
+	if (sig_fd < 0 || thread_init()) {
 		log_error("cannot set up signal handling: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	/* From here until log_writer_stop no thread waits for stderr. */
+	if (log_writer_start()) {
+		log_error("cannot start the log writer thread");
+		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
 	if (console_start(vm)) {
 		log_error("cannot start the console thread");
+		log_writer_stop();
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
 	if ((vm->nr_blks || vm->vsock) && event_loop_start(&vm->io)) {
 		log_error("cannot start the I/O thread");
 		console_stop(vm);
+		log_writer_stop();
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
@@ -535,17 +545,15 @@ int vm_run(struct vm *vm)
 		virtio_vsock_log_stats(vm->vsock);
 	console_stop(vm);
 	close(sig_fd);
-	/* All output has passed the panic watch now: a reset that followed the
-	 * guest's panic banner is a panic, not a clean reboot. */
-	if (code == EXIT_GUEST_RESET && vm->console.panic.seen) {
-		code = EXIT_GUEST_PANIC;
-		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
-			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
-	}
-	if (code == EXIT_GUEST_RESET)
-		log_info("vm stopped: %s", vm->exit_reason);
+	/* All output has passed the console watch now: a reset after the
+	 * panic banner is a panic, one after init's status line its status. */
+	reset = code == EXIT_GUEST_RESET;
+	code = console_exit_code(vm, code);
+	if (reset && code != EXIT_GUEST_PANIC)
+		log_info("vm stopped: %s (exit %d)", vm->exit_reason, code);
 	else
 		log_error("vm stopped: %s (exit %d)", vm->exit_reason, code);
+	log_writer_stop();
 	return code;
 }
 

@@ -10,10 +10,10 @@
 
 #include "bus.h"
 #include "config.h"
+#include "console_watch.h"
 #include "event.h"
 #include "kvm.h"
 #include "mem.h"
-#include "panic_watch.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
@@ -41,11 +41,14 @@ struct console {
 	bool started;
 	int wake_fd;             /* eventfd: output pending, input room, or stop */
 	_Atomic bool stopping;
+	atomic_bool give_up;     /* stdout did not drain in time: drop the rest */
 	bool interactive;
 	bool raw_tty;            /* stdin was switched to raw mode */
 	int in_fd, out_fd;
 	struct termios saved_tty;
-	struct panic_watch panic;    /* console thread only, read after join */
+	/* Console thread only, read after join: */
+	struct console_watch watch;  /* every byte of guest output passes it */
+	bool quit;                   /* the user typed Ctrl-A x */
 };
 
 struct vm {
@@ -115,12 +118,10 @@ void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
 	      int format, uint64_t entry) __attribute__((warn_unused_result));
 int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));
-/* Make a running vCPU leave KVM_RUN promptly. */
+/* Make a running vCPU leave KVM_RUN promptly (thread_kick). */
 void vcpu_kick(struct vcpu *vcpu);
 void vcpu_join(struct vcpu *vcpu);
 void vcpu_destroy(struct vcpu *vcpu);
-/* Installs the (empty) signal handler used by vcpu_kick. Once per process. */
-int vcpu_init_signals(void);
 
 /* Log the VM exits of all (joined) vCPUs by reason and by device. */
 void vcpu_log_exit_stats(struct vm *vm);
@@ -129,8 +130,22 @@ void vcpu_log_exit_stats(struct vm *vm);
 /* Serial notify hook (opaque = struct vm): wakes the console thread. Runs
  * on a vCPU thread and never blocks. */
 void console_notify(void *opaque);
+/* Start the console thread: the serial output to stdout (or as
+ * vm->cfg->console_out says), stdin to the guest with --console. 0 or
+ * -errno. */
 int console_start(struct vm *vm) __attribute__((warn_unused_result));
-/* Flush remaining output (bounded wait) and restore the terminal. */
+#define CONSOLE_STOP_GRACE_MS 2000
+/* After the vCPUs are joined: write out the remaining output, for at most
+ * CONSOLE_STOP_GRACE_MS; if stdout does not take it by then, drop the rest.
+ * Returns once the console thread has exited and been joined (so the VM
+ * can be freed), whatever stdout does; restores the terminal. */
 void console_stop(struct vm *vm);
+/* After console_stop: the exit code once the guest's console output is
+ * taken into account, for a VM that ended with `code`. A guest reset
+ * (EXIT_GUEST_RESET) after the panic banner is EXIT_GUEST_PANIC; with
+ * --init-cmd, a guest reset after init's "mayfly: exit status N" line is
+ * N (not when the user quit with Ctrl-A x). vm->exit_reason then says so.
+ * Any other code is returned as it is. */
+int console_exit_code(struct vm *vm, int code);
 
 #endif

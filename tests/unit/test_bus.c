@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "bus.h"
+#include "observe.h"
 
 struct probe {
 	int calls;
@@ -111,6 +112,22 @@ Test(bus, unclaimed_log_set_is_bounded)
 	/* Repeats of a remembered address do not add entries. */
 	bus_dispatch(&bus, 0, data, 1, true);
 	cr_assert_eq(bus.nr_unclaimed, BUS_MAX_UNCLAIMED);
+}
+
+Test(bus, a_guest_scanning_ports_logs_a_few_lines)
+{
+	struct capture cap;
+	uint8_t data[1];
+	char *text;
+
+	log_init("t", LOG_INFO);
+	capture_start(&cap);
+	for (uint64_t port = 0; port < 0x10000; port++)
+		bus_dispatch(&bus, port, data, 1, false);
+	text = capture_stop_summed(&cap);
+	/* Each of the remembered addresses once, nearly all as a count. */
+	expect_limited(text, "unclaimed test read", BUS_MAX_UNCLAIMED);
+	free(text);
 }
 
 Test(bus, counts_hits_per_device_for_exit_statistics)

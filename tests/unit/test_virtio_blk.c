@@ -1,4 +1,5 @@
 /* test_virtio_blk.c - virtio-blk requests end to end through the mmio transport, over fake RAM and real disk files. */
+#include "observe.h"
 #include "virtio_driver.h"
 
 static struct vdrv d;
@@ -200,6 +201,24 @@ Test(virtio_blk, length_not_multiple_of_512_ioerr)
 	cr_assert(vd_file_pristine(&d));
 	for (int i = 0; i < 1000; i++)
 		cr_assert_eq(d.ram[dst + i], 0xcc, "a refused read wrote data");
+}
+
+Test(virtio_blk, failing_disk_io_logs_a_few_lines)
+{
+	uint64_t buf = scratch(512);
+	struct capture cap;
+	char *text;
+
+	vd_init(&d, FEAT_BASIC);
+	/* The image shrinks behind the device's back: every read fails. */
+	cr_assert_eq(ftruncate(d.blk.disk.fd, 0), 0);
+	log_init("t", LOG_WARN);
+	capture_start(&cap);
+	for (int i = 0; i < 1000; i++)
+		expect_status(vd_blk1(&d, BLK_T_IN, 1, buf, 512), BLK_S_IOERR);
+	text = capture_stop_summed(&cap);
+	expect_limited(text, "read at byte 512", 1000);
+	free(text);
 }
 
 Test(virtio_blk, read_only_disk_refuses_writes, .init = setup_ro)

@@ -1,4 +1,5 @@
 /* test_virtio_mmio.c - the virtio-mmio transport driven through its register window, as a guest driver would. */
+#include "observe.h"
 #include "virtio_driver.h"
 
 static struct vdrv d;
@@ -468,4 +469,61 @@ Test(virtio_mmio, config_space_writes_ignored)
 	virtio_mmio_io(d.m, R_CONFIG + 12, (uint8_t *)&v, 4, true);
 	cr_assert_eq(cfg(0, 8), DISK_SECTORS);
 	cr_assert_eq(cfg(12, 4), VIRTIO_BLK_SEG_MAX);
+}
+
+/* ---- log lines a driver can trigger are limited ---- */
+
+Test(virtio_mmio, features_ok_refused_20000_times_logs_a_few_lines)
+{
+	struct capture cap;
+	char *text;
+
+	log_init("t", LOG_WARN);
+	capture_start(&cap);
+	cr_assert_eq(vd_negotiate(&d, FEAT_BASIC | FEAT_INDIRECT), S_ACK | S_DRIVER);
+	for (int i = 1; i < 20000; i++)
+		vd_set(&d, R_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK);
+	cr_assert_eq(vd_status(&d), S_ACK | S_DRIVER, "FEATURES_OK refused every time");
+	text = capture_stop_summed(&cap);
+	expect_limited(text, "not offered", 20000);
+	free(text);
+}
+
+Test(virtio_mmio, reset_and_break_again_loop_logs_a_few_lines)
+{
+	uint64_t hdr = vd_alloc(&d, 16);
+	struct capture cap;
+	char *text;
+
+	log_init("t", LOG_WARN);
+	capture_start(&cap);
+	for (int i = 0; i < 1000; i++) {
+		vd_init(&d, FEAT_BASIC);   /* resets first */
+		vd_desc(&d, 0, hdr, 16, F_NEXT, 0);   /* a descriptor that is its own next */
+		vd_post(&d, 0);
+		vd_kick(&d);
+		cr_assert(vd_status(&d) & S_NEEDS_RESET, "round %d: the device did not fail", i);
+	}
+	text = capture_stop_summed(&cap);
+	/* Each round is a new failure: the limit outlives the resets. */
+	expect_limited(text, "device failed, needs reset", 1000);
+	free(text);
+}
+
+Test(virtio_mmio, each_kind_of_mistake_has_its_own_limit)
+{
+	struct capture cap;
+	uint64_t v = 0;
+	char *text;
+
+	log_init("t", LOG_WARN);
+	capture_start(&cap);
+	for (int i = 0; i < 1000; i++)
+		virtio_mmio_io(d.m, R_STATUS + 1, (uint8_t *)&v, 2, true);
+	vd_set(&d, R_MAGIC, 1);
+	text = capture_stop_summed(&cap);
+	expect_limited(text, "not 32-bit aligned", 1000);
+	cr_assert_eq(count_lines(text, "read-only or unknown register"), 1,
+		     "the flood of one mistake hid another: %s", text);
+	free(text);
 }

@@ -61,10 +61,10 @@ static uint8_t blk_execute(struct virtio_blk *blk, struct blk_request *req, uint
 	}
 	if (rc) {
 		blk->errors++;
-		log_warn("virtio-blk %s: %s at byte %llu (%u bytes) failed: %s", blk->mmio.name,
-			 req->type == VIRTIO_BLK_T_IN ? "read" :
-			 req->type == VIRTIO_BLK_T_OUT ? "write" : "flush",
-			 (unsigned long long)req->offset, req->data_len, strerror(-rc));
+		log_limited(&blk->lim_io, LOG_WARN, "virtio-blk %s: %s at byte %llu (%u bytes) failed: %s",
+			    blk->mmio.name, req->type == VIRTIO_BLK_T_IN ? "read" :
+			    req->type == VIRTIO_BLK_T_OUT ? "write" : "flush",
+			    (unsigned long long)req->offset, req->data_len, strerror(-rc));
 		return VIRTIO_BLK_S_IOERR;
 	}
 	return VIRTIO_BLK_S_OK;

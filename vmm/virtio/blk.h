@@ -19,6 +19,8 @@ struct virtio_blk {
 	/* Scratch for the request in progress (I/O thread, transport lock held). */
 	struct vq_chain chain;
 	struct blk_request req;
+	/* Failed disk I/O: the guest can retry a failing request forever. */
+	struct log_limit lim_io;
 	/* Statistics, for the log at exit. */
 	uint64_t reads, writes, flushes, errors;
 	uint64_t bytes_read, bytes_written;

@@ -32,12 +32,10 @@ static const struct status_step {
 	{ S_ACK | S_DRV | S_FOK, S_ACK | S_DRV | S_FOK | S_DOK },
 };
 
-static void warn_once(struct virtio_mmio *m, bool *flag, const char *what)
+/* A driver mistake that is ignored: one line per cause, rate-limited. */
+static void driver_mistake(struct virtio_mmio *m, struct log_limit *lim, const char *what)
 {
-	if (*flag)
-		return;
-	*flag = true;
-	log_warn("virtio-%s %s: %s (logged once)", m->ops->name, m->name, what);
+	log_limited(lim, LOG_WARN, "virtio-%s %s: %s", m->ops->name, m->name, what);
 }
 
 int virtio_mmio_init(struct virtio_mmio *m, const struct virtio_device_ops *ops, void *dev,
@@ -93,8 +91,8 @@ static void raise_irq(struct virtio_mmio *m, uint32_t why)
 	m->interrupts++;
 	/* EAGAIN means the counter is saturated: an edge is pending anyway. */
 	if (write(m->irq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("virtio-%s %s: cannot raise the interrupt: %s", m->ops->name, m->name,
-			 strerror(errno));
+		log_limited(&m->lim_eventfd, LOG_WARN, "virtio-%s %s: cannot raise the interrupt: %s",
+			    m->ops->name, m->name, strerror(errno));
 }
 
 void virtio_mmio_notify(struct virtio_mmio *m)
@@ -107,7 +105,8 @@ void virtio_mmio_fail(struct virtio_mmio *m, const char *why)
 	if (m->status & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return;
 	m->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
-	log_error("virtio-%s %s: device failed, needs reset: %s", m->ops->name, m->name, why);
+	log_limited(&m->lim_broken, LOG_ERROR, "virtio-%s %s: device failed, needs reset: %s",
+		    m->ops->name, m->name, why);
 	raise_irq(m, VIRTIO_MMIO_INT_CONFIG);
 }
 
@@ -145,17 +144,17 @@ static void write_status(struct virtio_mmio *m, uint8_t val)
 		return;
 	if (want == (cur | VIRTIO_CONFIG_S_FAILED)) {
 		m->status |= VIRTIO_CONFIG_S_FAILED;
-		log_warn("virtio-%s %s: driver gave up on the device (FAILED)", m->ops->name,
-			 m->name);
+		driver_mistake(m, &m->lim_gave_up, "driver gave up on the device (FAILED)");
 		return;
 	}
 	for (size_t i = 0; i < sizeof(status_steps) / sizeof(status_steps[0]); i++) {
 		if (status_steps[i].from != cur || status_steps[i].to != want)
 			continue;
 		if ((want & S_FOK) && !(cur & S_FOK) && !features_acceptable(m)) {
-			log_warn("virtio-%s %s: driver features 0x%llx not offered (0x%llx)",
-				 m->ops->name, m->name, (unsigned long long)m->driver_features,
-				 (unsigned long long)m->device_features);
+			log_limited(&m->lim_features, LOG_WARN,
+				    "virtio-%s %s: driver features 0x%llx not offered (0x%llx)",
+				    m->ops->name, m->name, (unsigned long long)m->driver_features,
+				    (unsigned long long)m->device_features);
 			return;
 		}
 		m->status = (m->status & VIRTIO_CONFIG_S_NEEDS_RESET) | want;
@@ -164,7 +163,7 @@ static void write_status(struct virtio_mmio *m, uint8_t val)
 				  m->name, (unsigned long long)m->driver_features);
 		return;
 	}
-	warn_once(m, &m->warned_status, "status change outside the virtio sequence ignored");
+	driver_mistake(m, &m->lim_status, "status change outside the virtio sequence ignored");
 }
 
 /* Queue registers are the driver's between FEATURES_OK and DRIVER_OK only,
@@ -175,9 +174,9 @@ static struct vq *writable_queue(struct virtio_mmio *m)
 
 	if (phase != S_FOK || m->queue_sel >= m->ops->nr_queues ||
 	    m->queues[m->queue_sel].ready) {
-		warn_once(m, &m->warned_queue_regs,
-			  "queue register written outside FEATURES_OK..DRIVER_OK, or for a live "
-			  "or missing queue: ignored");
+		driver_mistake(m, &m->lim_queue_regs,
+			       "queue register written outside FEATURES_OK..DRIVER_OK, or for a live "
+			       "or missing queue: ignored");
 		return NULL;
 	}
 	return &m->queues[m->queue_sel];
@@ -236,7 +235,7 @@ static void reg_write(struct virtio_mmio *m, uint64_t offset, uint32_t val)
 	case VIRTIO_MMIO_DRIVER_FEATURES:
 		/* Features are the driver's to set between DRIVER and FEATURES_OK. */
 		if ((m->status & (S_DRV | S_FOK)) != S_DRV || m->driver_features_sel > 1) {
-			warn_once(m, &m->warned_queue_regs, "driver features written out of order: ignored");
+			driver_mistake(m, &m->lim_features, "driver features written out of order: ignored");
 			break;
 		}
 		if (m->driver_features_sel)
@@ -258,15 +257,15 @@ static void reg_write(struct virtio_mmio *m, uint64_t offset, uint32_t val)
 		 * the same way, so device work still never runs on a vCPU. */
 		if (val < m->ops->nr_queues) {
 			if (write(m->kick_fds[val], &one, sizeof(one)) < 0 && errno != EAGAIN)
-				log_warn("virtio-%s %s: kick lost: %s", m->ops->name, m->name,
-					 strerror(errno));
+				log_limited(&m->lim_eventfd, LOG_WARN, "virtio-%s %s: kick lost: %s",
+					    m->ops->name, m->name, strerror(errno));
 		} else {
-			warn_once(m, &m->warned_kick, "notify for a queue that does not exist");
+			driver_mistake(m, &m->lim_kick, "notify for a queue that does not exist");
 		}
 		break;
 	case VIRTIO_MMIO_STATUS: write_status(m, (uint8_t)val); break;
 	default:
-		warn_once(m, &m->warned_access, "write to a read-only or unknown register ignored");
+		driver_mistake(m, &m->lim_register, "write to a read-only or unknown register ignored");
 	}
 }
 
@@ -315,9 +314,7 @@ void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, 
 	if (len != 4 || (offset & 3)) {
 		if (!is_write)
 			memset(data, 0, len);
-		pthread_mutex_lock(&m->lock);
-		warn_once(m, &m->warned_access, "register access not 32-bit aligned ignored");
-		pthread_mutex_unlock(&m->lock);
+		driver_mistake(m, &m->lim_access, "register access not 32-bit aligned ignored");
 		return;
 	}
 	/* The interrupt registers are on every interrupt's path: no lock, so a
@@ -355,7 +352,7 @@ void virtio_mmio_kick(struct virtio_mmio *m, unsigned index)
 	if (virtio_mmio_live(m) && m->queues[index].ready)
 		m->ops->queue_notify(m->dev, m, index);
 	else
-		warn_once(m, &m->warned_kick, "kick while the device is not live: ignored");
+		driver_mistake(m, &m->lim_kick, "kick while the device is not live: ignored");
 	pthread_mutex_unlock(&m->lock);
 }
 

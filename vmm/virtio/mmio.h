@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "mem.h"
 #include "virtio/queue.h"
 
@@ -60,10 +61,17 @@ struct virtio_mmio {
 	int kick_fds[VIRTIO_MMIO_MAX_QUEUES];   /* eventfds; KVM's ioeventfd writes them */
 	struct virtio_mmio_kicker kickers[VIRTIO_MMIO_MAX_QUEUES];
 
-	bool warned_access;            /* log each kind of driver mistake once */
-	bool warned_queue_regs;
-	bool warned_status;
-	bool warned_kick;
+	/* One limit per cause of log lines the guest can trigger; never reset
+	 * with the device, so a reset-and-break loop stays limited. */
+	struct log_limit lim_access;       /* a register access not 32-bit aligned */
+	struct log_limit lim_register;     /* a write to an unknown or read-only register */
+	struct log_limit lim_features;     /* features written out of order, or not offered */
+	struct log_limit lim_queue_regs;   /* queue registers outside FEATURES_OK..DRIVER_OK */
+	struct log_limit lim_status;       /* a status step outside the sequence */
+	struct log_limit lim_kick;         /* a kick for no queue, or while not live */
+	struct log_limit lim_gave_up;      /* the driver set FAILED */
+	struct log_limit lim_broken;       /* virtio_mmio_fail: the device needs a reset */
+	struct log_limit lim_eventfd;      /* an interrupt or kick eventfd write failed */
 
 	uint64_t kicks, interrupts;    /* statistics */
 };
@@ -90,8 +98,10 @@ void virtio_mmio_kick_event(void *kicker, uint32_t events);
 void virtio_mmio_notify(struct virtio_mmio *m);
 
 /* Device side, lock held: the guest broke the protocol. Set NEEDS_RESET,
- * tell the driver (config-change interrupt), log `why` once, and stop
- * serving queues until the driver resets the device. */
+ * tell the driver (config-change interrupt), log `why` (once per failure,
+ * and through lim_broken: a guest failing the device again after each
+ * reset stays limited), and stop serving queues until the driver resets
+ * the device. */
 void virtio_mmio_fail(struct virtio_mmio *m, const char *why);
 
 /* Whether the device serves its queues: DRIVER_OK, not failed. */

@@ -1,0 +1,127 @@
+/* test_thread.c - helper threads start with the right signals, and a stop ends them even mid-write. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "thread.h"
+
+static atomic_bool stop, give_up;
+
+struct writer {
+	int fd;
+	int rc;
+	size_t len;
+};
+
+/* Write 1 MiB to w->fd through thread_write_all. */
+static void *write_mib(void *arg)
+{
+	static char buf[1 << 20];
+	struct writer *w = arg;
+
+	memset(buf, 'x', sizeof(buf));
+	w->rc = thread_write_all(w->fd, buf, sizeof(buf), &give_up);
+	return NULL;
+}
+
+Test(thread, stop_ends_a_thread_blocked_in_write, .timeout = 30)
+{
+	struct writer w = { 0 };
+	pthread_t t;
+	uint64_t start;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	w.fd = p[1];
+	cr_assert_eq(thread_start(&t, write_mib, &w), 0);
+	start = clock_now_ns();
+	/* Nobody reads the pipe: the writer blocks for good after 64 KiB. */
+	cr_assert_not(thread_stop(t, 100, &give_up), "the thread ended within its grace?");
+	cr_assert_lt(clock_now_ns() - start, 10000000000ULL, "thread_stop took over 10 s");
+	cr_assert(atomic_load(&give_up));
+	cr_assert_eq(w.rc, -ECANCELED, "thread_write_all returned %d", w.rc);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void *wait_for_stop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop))
+		usleep(1000);
+	return NULL;
+}
+
+Test(thread, stop_of_a_thread_that_ends_by_itself)
+{
+	pthread_t t;
+
+	cr_assert_eq(thread_start(&t, wait_for_stop, NULL), 0);
+	atomic_store(&stop, true);
+	cr_assert(thread_stop(t, 10000, &give_up));
+	cr_assert_not(atomic_load(&give_up), "no reason to give up");
+}
+
+static void *report_mask(void *arg)
+{
+	sigset_t *mask = arg;
+
+	pthread_sigmask(SIG_BLOCK, NULL, mask);
+	return NULL;
+}
+
+Test(thread, only_the_kick_signal_reaches_a_helper_thread)
+{
+	sigset_t none, mask;
+	pthread_t t;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	cr_assert_eq(thread_start(&t, report_mask, &mask), 0);
+	pthread_join(t, NULL);
+	cr_assert(sigismember(&mask, SIGINT));
+	cr_assert(sigismember(&mask, SIGTERM));
+	cr_assert(sigismember(&mask, SIGHUP));
+	cr_assert_not(sigismember(&mask, THREAD_KICK_SIGNAL));
+	cr_assert_not(sigismember(&mask, SIGSEGV), "a fault must still be reported");
+	/* The caller's own mask is left as it was. */
+	pthread_sigmask(SIG_BLOCK, NULL, &mask);
+	cr_assert_not(sigismember(&mask, SIGINT));
+}
+
+static void *drain_slowly(void *arg)
+{
+	int fd = *(int *)arg;
+	char buf[4096];
+	size_t total = 0;
+	ssize_t n;
+
+	usleep(50000);   /* let the writer find the pipe full first */
+	while (total < (1 << 20) && (n = read(fd, buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	return (void *)total;
+}
+
+Test(thread, write_all_waits_on_a_non_blocking_fd, .timeout = 30)
+{
+	struct writer w = { 0 };
+	pthread_t reader;
+	void *total;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0, "only the write end");
+	w.fd = p[1];
+	cr_assert_eq(pthread_create(&reader, NULL, drain_slowly, &p[0]), 0);
+	write_mib(&w);
+	cr_assert_eq(w.rc, 0, "thread_write_all: %s", strerror(-w.rc));
+	pthread_join(reader, &total);
+	cr_assert_eq((size_t)total, 1 << 20, "every byte arrives");
+	close(p[0]);
+	close(p[1]);
+}

@@ -1,0 +1,52 @@
+/* thread.h - helper threads a stop can always end: kicked out of blocking calls, joined for sure. */
+#ifndef MAYFLY_THREAD_H
+#define MAYFLY_THREAD_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The signal thread_kick sends. Its handler does nothing and is installed
+ * without SA_RESTART: the point is that the kicked thread's blocking call
+ * (KVM_RUN, write, poll) returns EINTR. */
+#define THREAD_KICK_SIGNAL SIGUSR1
+
+/* How often thread_stop kicks a thread that outlived its grace: a kick
+ * landing just before the thread enters its blocking call is lost, so one
+ * is never enough. */
+#define THREAD_KICK_INTERVAL_MS 10
+
+/* Install THREAD_KICK_SIGNAL's handler. Idempotent and thread-safe; every
+ * other function here calls it. 0 or -errno. */
+int thread_init(void) __attribute__((warn_unused_result));
+
+/* pthread_create, the new thread with every asynchronous signal blocked
+ * but THREAD_KICK_SIGNAL: SIGINT/SIGTERM/SIGHUP stay for the main
+ * thread's signalfd, whatever the caller's mask. (Signals a fault raises,
+ * SIGSEGV and the like, are never blocked.) 0 or -errno. */
+int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+	__attribute__((warn_unused_result));
+
+/* Make `thread`'s blocking system call return EINTR, now or (if it is not
+ * in one) never: a thread that must see the kick checks a flag after the
+ * call. Never blocks. Does nothing before a successful thread_init. */
+void thread_kick(pthread_t thread);
+
+/* Join `thread`, already told to stop: wait up to grace_ms for it to end by
+ * itself; then set *give_up and kick it every THREAD_KICK_INTERVAL_MS until
+ * it has ended. The thread must check *give_up after each blocking call
+ * (thread_write_all does) and then return without blocking again. Returns
+ * only once the thread has exited and been joined: true when it ended
+ * within the grace, false when it had to give up. */
+bool thread_stop(pthread_t thread, unsigned grace_ms, atomic_bool *give_up);
+
+/* Write all of buf to fd from a thread thread_stop may end: retries short
+ * writes and EINTR, waits in poll(2) when fd is non-blocking, and checks
+ * *give_up after every call. 0, -ECANCELED once *give_up is set (what was
+ * not written is dropped), or -errno of a failed write (EPIPE: the reader
+ * is gone). */
+int thread_write_all(int fd, const void *buf, size_t len, const atomic_bool *give_up);
+
+#endif
