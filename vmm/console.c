@@ -194,7 +194,7 @@ int console_exit_code(struct vm *vm, int code)
 			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
 		return EXIT_GUEST_PANIC;
 	}
-	if (vm->cfg->init_cmd && w->status_seen && !vm->console.quit) {
+	if (vm->cfg->init_cmd[0] && w->status_seen && !vm->console.quit) {
 		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
 			 "the guest's init command exited with status %u", w->status);
 		return w->status;

@@ -22,7 +22,8 @@ static const char usage[] =
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
-	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N.\n"
+	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N;\n"
+	"boot --init-cmd: the command's status (0-255) when the guest reboots after it.\n"
 	"run, exec: the command's code; 124 timeout, 125 mayfly or VM failure,\n"
 	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
 

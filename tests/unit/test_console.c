@@ -159,7 +159,7 @@ Test(console, init_status_line_is_the_exit_code_with_init_cmd)
 {
 	char *text;
 
-	cfg.init_cmd = "echo hi; exit 7";
+	CONFIG_SET(cfg.init_cmd, "echo hi; exit 7");
 	text = run_console("hi\r\nmayfly: exit status 7\r\n[    1.5] reboot: Restarting system\r\n");
 	cr_assert(strstr(text, "mayfly: exit status 7\r\n"), "the line still reaches stdout");
 	free(text);
@@ -172,7 +172,7 @@ Test(console, init_status_line_is_the_exit_code_with_init_cmd)
 
 Test(console, status_zero_is_a_clean_exit)
 {
-	cfg.init_cmd = "true";
+	CONFIG_SET(cfg.init_cmd, "true");
 	free(run_console("mayfly: exit status 0\r\n"));
 	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 0);
 }
@@ -187,14 +187,14 @@ Test(console, status_line_ignored_without_init_cmd)
 
 Test(console, no_status_line_is_a_plain_reset)
 {
-	cfg.init_cmd = "exit 7";
+	CONFIG_SET(cfg.init_cmd, "exit 7");
 	free(run_console("mayfly-init: init failed (status 1); rebooting\r\n"));
 	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
 }
 
 Test(console, quit_from_the_console_is_not_the_command_status)
 {
-	cfg.init_cmd = "exit 7";
+	CONFIG_SET(cfg.init_cmd, "exit 7");
 	free(run_console("mayfly: exit status 7\r\n"));
 	vm.console.quit = true;   /* what Ctrl-A x on a raw tty sets */
 	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
@@ -202,7 +202,7 @@ Test(console, quit_from_the_console_is_not_the_command_status)
 
 Test(console, panic_wins_over_the_status_line)
 {
-	cfg.init_cmd = "exit 7";
+	CONFIG_SET(cfg.init_cmd, "exit 7");
 	free(run_console("mayfly: exit status 7\r\nKernel panic - not syncing: Attempted to kill init!\r\n"));
 	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_PANIC);
 	cr_assert(strstr(vm.exit_reason, "panicked"), "reason: %s", vm.exit_reason);
@@ -212,7 +212,7 @@ Test(console, output_dropped_at_stop_is_still_watched, .timeout = 60)
 {
 	struct capture cap;
 
-	cfg.init_cmd = "exit 9";
+	CONFIG_SET(cfg.init_cmd, "exit 9");
 	cr_assert_eq(console_start(&vm), 0);
 	guest_floods(more_than_stdout_holds());
 	wait_for_full_stdout();
