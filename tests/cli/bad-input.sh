@@ -61,9 +61,9 @@ expect "missing rootfs image" 3 "rootfs '$tmp/nope'" -- "$mayfly" boot --kernel 
 expect "empty disk image" 3 "image is empty" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/empty"
 expect "disk size not a multiple of 512" 3 "multiple of 512" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/zeros"
 expect "disk is a directory" 3 "not a regular file" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/dir,ro"
-expect "bad --disk option" 2 "bad --disk"
+expect "bad --disk option" 2 "bad --disk" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/x,rx"
 long=$(head -c 1500 /dev/zero | tr '\0' a)
-expect "kernel command line too long" 2 "longer than 2047 bytes" -- "$mayfly" boot --kernel "$good_kernel" --cmdline "$long" --cmdline-append "$long" -- "$mayfly" boot --kernel "$good_kernel" --disk "$tmp/x,rx"
+expect "kernel command line too long" 2 "longer than 2047 bytes" -- "$mayfly" boot --kernel "$good_kernel" --cmdline "$long" --cmdline-append "$long"
 # Another VM holds the image: here this shell, with a shared flock on fd 9.
 head -c 4096 /dev/zero > "$tmp/held.img"
 exec 9< "$tmp/held.img"
