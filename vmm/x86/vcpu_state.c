@@ -388,7 +388,8 @@ int vcpu_state_decode(struct vcpu_state *s, const void *data, size_t len, const 
 				s->nr_msrs, VCPU_STATE_MSRS_MAX);
 	for (uint32_t i = 0; i < s->nr_msrs; i++) {
 		s->msrs[i].index = snap_in_u32(&in);
-		snap_in_u32(&in);   /* reserved, written as 0 */
+		if (snap_in_u32(&in) != 0)   /* reserved */
+			return snap_why(why, -EBADMSG, "corrupt vcpu section: MSR %u has reserved bits", i);
 		s->msrs[i].data = snap_in_u64(&in);
 	}
 	s->xsave_size = snap_in_u32(&in);
