@@ -121,6 +121,8 @@ struct vm {
 
 static struct kvm_run *volatile kicked_run;
 
+static void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+
 static void die(int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 void snap_out_init(struct snap_out *o)
 {
@@ -115,4 +116,14 @@ int snap_why(const char **why, int rc, const char *fmt, ...)
 	va_end(ap);
 	*why = buf;
 	return rc;
+}
+
+int snap_ioctl(int fd, unsigned long req, void *arg, const char *name, const char **why)
+{
+	if (ioctl(fd, req, arg) < 0) {
+		int rc = -errno;
+
+		return snap_why(why, rc, "%s: %s", name, strerror(-rc));
+	}
+	return 0;
 }

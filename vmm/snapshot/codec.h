@@ -59,4 +59,9 @@ bool snap_in_end(const struct snap_in *in);
 int snap_why(const char **why, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* ioctl(fd, req, arg); on failure *why is "<name>: <strerror>". The save
+ * and restore steps of vcpu_state and vm_state are chains of these.
+ * 0 or -errno. */
+int snap_ioctl(int fd, unsigned long req, void *arg, const char *name, const char **why);
+
 #endif

@@ -160,17 +160,6 @@ static void rearm_fired_deadline(struct vcpu_state *s)
 			s->msrs[i].data = tsc;
 }
 
-/* One ioctl of a save or restore: 0, or -errno with *why naming it. */
-static int vcpu_ioctl(int fd, unsigned long req, void *arg, const char *name, const char **why)
-{
-	if (ioctl(fd, req, arg) < 0) {
-		int rc = -errno;
-
-		return snap_why(why, rc, "%s: %s", name, strerror(-rc));
-	}
-	return 0;
-}
-
 /* The XSAVE buffer size this VM's vCPUs use: KVM_CAP_XSAVE2 when it says
  * more than the 4 KiB of struct kvm_xsave (AMX). */
 static uint32_t xsave_size(int vm_fd)
@@ -195,25 +184,25 @@ int vcpu_state_save(int vm_fd, int vcpu_fd, const struct vcpu_msr_list *msrs,
 	/* MP state first: reading it makes KVM take pending INIT/SIPI into
 	 * the LAPIC and vCPU state that the later reads then see. Events
 	 * last: the other reads can still change what is pending. */
-	rc = vcpu_ioctl(vcpu_fd, KVM_GET_MP_STATE, &s->mp_state, "KVM_GET_MP_STATE", why);
+	rc = snap_ioctl(vcpu_fd, KVM_GET_MP_STATE, &s->mp_state, "KVM_GET_MP_STATE", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_REGS, &s->regs, "KVM_GET_REGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_REGS, &s->regs, "KVM_GET_REGS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_SREGS, &s->sregs, "KVM_GET_SREGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_SREGS, &s->sregs, "KVM_GET_SREGS", why);
 	if (!rc && s->xsave_size > VCPU_STATE_XSAVE_MIN)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_XSAVE2, s->xsave, "KVM_GET_XSAVE2", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_XSAVE2, s->xsave, "KVM_GET_XSAVE2", why);
 	else if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_XSAVE, s->xsave, "KVM_GET_XSAVE", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_XSAVE, s->xsave, "KVM_GET_XSAVE", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_XCRS, &s->xcrs, "KVM_GET_XCRS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_XCRS, &s->xcrs, "KVM_GET_XCRS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_DEBUGREGS, &s->debugregs, "KVM_GET_DEBUGREGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_DEBUGREGS, &s->debugregs, "KVM_GET_DEBUGREGS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_LAPIC, &s->lapic, "KVM_GET_LAPIC", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_LAPIC, &s->lapic, "KVM_GET_LAPIC", why);
 	if (!rc)
 		rc = save_msrs(vcpu_fd, msrs, s, why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_GET_VCPU_EVENTS, &s->events, "KVM_GET_VCPU_EVENTS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_GET_VCPU_EVENTS, &s->events, "KVM_GET_VCPU_EVENTS", why);
 	if (rc) {
 		vcpu_state_free(s);
 		return rc;
@@ -312,27 +301,27 @@ int vcpu_state_restore(int vm_fd, int vcpu_fd, const struct kvm_cpuid2 *cpuid,
 	events.flags &= KVM_VCPUEVENT_VALID_SHADOW | KVM_VCPUEVENT_VALID_SMM;
 	events.flags |= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
 
-	rc = vcpu_ioctl(vcpu_fd, KVM_SET_CPUID2, (void *)cpuid, "KVM_SET_CPUID2", why);
+	rc = snap_ioctl(vcpu_fd, KVM_SET_CPUID2, (void *)cpuid, "KVM_SET_CPUID2", why);
 	if (!rc)
 		rc = restore_tsc_khz(vcpu_fd, s->tsc_khz, why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_MP_STATE, (void *)&s->mp_state, "KVM_SET_MP_STATE", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_MP_STATE, (void *)&s->mp_state, "KVM_SET_MP_STATE", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_REGS, (void *)&s->regs, "KVM_SET_REGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_REGS, (void *)&s->regs, "KVM_SET_REGS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_SREGS, (void *)&s->sregs, "KVM_SET_SREGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_SREGS, (void *)&s->sregs, "KVM_SET_SREGS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_XSAVE, xsave, "KVM_SET_XSAVE", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_XSAVE, xsave, "KVM_SET_XSAVE", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_XCRS, (void *)&s->xcrs, "KVM_SET_XCRS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_XCRS, (void *)&s->xcrs, "KVM_SET_XCRS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_DEBUGREGS, (void *)&s->debugregs, "KVM_SET_DEBUGREGS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_DEBUGREGS, (void *)&s->debugregs, "KVM_SET_DEBUGREGS", why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_LAPIC, (void *)&s->lapic, "KVM_SET_LAPIC", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_LAPIC, (void *)&s->lapic, "KVM_SET_LAPIC", why);
 	if (!rc)
 		rc = restore_all_msrs(vcpu_fd, s, why);
 	if (!rc)
-		rc = vcpu_ioctl(vcpu_fd, KVM_SET_VCPU_EVENTS, &events, "KVM_SET_VCPU_EVENTS", why);
+		rc = snap_ioctl(vcpu_fd, KVM_SET_VCPU_EVENTS, &events, "KVM_SET_VCPU_EVENTS", why);
 	free(xsave);
 	if (rc)
 		return rc;

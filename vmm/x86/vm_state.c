@@ -9,16 +9,6 @@ _Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip layout");
 _Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2 layout");
 _Static_assert(sizeof(struct kvm_clock_data) == 48, "kvm_clock_data layout");
 
-static int vm_ioctl(int fd, unsigned long req, void *arg, const char *name, const char **why)
-{
-	if (ioctl(fd, req, arg) < 0) {
-		int rc = -errno;
-
-		return snap_why(why, rc, "%s: %s", name, strerror(-rc));
-	}
-	return 0;
-}
-
 int vm_state_save(int vm_fd, struct vm_state *s, const char **why)
 {
 	int rc;
@@ -27,15 +17,15 @@ int vm_state_save(int vm_fd, struct vm_state *s, const char **why)
 	s->pic_master.chip_id = KVM_IRQCHIP_PIC_MASTER;
 	s->pic_slave.chip_id = KVM_IRQCHIP_PIC_SLAVE;
 	s->ioapic.chip_id = KVM_IRQCHIP_IOAPIC;
-	rc = vm_ioctl(vm_fd, KVM_GET_PIT2, &s->pit, "KVM_GET_PIT2", why);
+	rc = snap_ioctl(vm_fd, KVM_GET_PIT2, &s->pit, "KVM_GET_PIT2", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_GET_CLOCK, &s->clock, "KVM_GET_CLOCK", why);
+		rc = snap_ioctl(vm_fd, KVM_GET_CLOCK, &s->clock, "KVM_GET_CLOCK", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->pic_master, "KVM_GET_IRQCHIP (PIC master)", why);
+		rc = snap_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->pic_master, "KVM_GET_IRQCHIP (PIC master)", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->pic_slave, "KVM_GET_IRQCHIP (PIC slave)", why);
+		rc = snap_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->pic_slave, "KVM_GET_IRQCHIP (PIC slave)", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->ioapic, "KVM_GET_IRQCHIP (IOAPIC)", why);
+		rc = snap_ioctl(vm_fd, KVM_GET_IRQCHIP, &s->ioapic, "KVM_GET_IRQCHIP (IOAPIC)", why);
 	return rc;
 }
 
@@ -44,15 +34,15 @@ int vm_state_restore(int vm_fd, const struct vm_state *s, const char **why)
 	struct kvm_clock_data clock = { .clock = s->clock.clock };
 	int rc;
 
-	rc = vm_ioctl(vm_fd, KVM_SET_PIT2, (void *)&s->pit, "KVM_SET_PIT2", why);
+	rc = snap_ioctl(vm_fd, KVM_SET_PIT2, (void *)&s->pit, "KVM_SET_PIT2", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_SET_CLOCK, &clock, "KVM_SET_CLOCK", why);
+		rc = snap_ioctl(vm_fd, KVM_SET_CLOCK, &clock, "KVM_SET_CLOCK", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->pic_master, "KVM_SET_IRQCHIP (PIC master)", why);
+		rc = snap_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->pic_master, "KVM_SET_IRQCHIP (PIC master)", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->pic_slave, "KVM_SET_IRQCHIP (PIC slave)", why);
+		rc = snap_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->pic_slave, "KVM_SET_IRQCHIP (PIC slave)", why);
 	if (!rc)
-		rc = vm_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->ioapic, "KVM_SET_IRQCHIP (IOAPIC)", why);
+		rc = snap_ioctl(vm_fd, KVM_SET_IRQCHIP, (void *)&s->ioapic, "KVM_SET_IRQCHIP (IOAPIC)", why);
 	return rc;
 }
 
