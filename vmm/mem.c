@@ -1,24 +1,22 @@
-/* mem.c - guest RAM mapping and checked gpa -> hva translation. */
+/* mem.c - guest RAM mapping, checked gpa -> hva translation, and the snapshot memory file. */
 #include "mem.h"
+#include "atomic_file.h"
+#include "snapshot/codec.h"
 #include "x86/layout.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int mem_init(struct guest_mem *mem, uint64_t bytes)
+/* Split the host mapping p of `bytes` around the MMIO hole. */
+static void mem_layout(struct guest_mem *mem, void *p, uint64_t bytes)
 {
 	uint64_t low;
-	void *p;
 
-	memset(mem, 0, sizeof(*mem));
-	if (bytes == 0 || (bytes & (LAYOUT_PAGE_SIZE - 1)))
-		return -EINVAL;
-	/* NORESERVE: the guest touches pages lazily; untouched RAM costs nothing. */
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
 	/* Guest RAM never needs to be in a core dump of the VMM. */
 	madvise(p, bytes, MADV_DONTDUMP);
 	mem->base = p;
@@ -32,6 +30,21 @@ int mem_init(struct guest_mem *mem, uint64_t bytes)
 			LAYOUT_HIGH_RAM_START, bytes - low, mem->base + low };
 		mem->nr_regions = 2;
 	}
+}
+
+int mem_init(struct guest_mem *mem, uint64_t bytes)
+{
+	void *p;
+
+	memset(mem, 0, sizeof(*mem));
+	if (bytes == 0 || (bytes & (LAYOUT_PAGE_SIZE - 1)))
+		return -EINVAL;
+	/* NORESERVE: the guest touches pages lazily; untouched RAM costs nothing. */
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	mem_layout(mem, p, bytes);
 	return 0;
 }
 
@@ -92,4 +105,210 @@ int mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, uint64_t len)
 uint64_t mem_low_end(const struct guest_mem *mem)
 {
 	return mem->regions[0].gpa + mem->regions[0].size;
+}
+
+/* Pages per mincore() / pagemap look-up: 64 MiB of RAM. */
+#define SAVE_CHUNK_PAGES 16384u
+#define PAGEMAP_PRESENT  (1ULL << 63)
+#define PAGEMAP_SWAPPED  (1ULL << 62)
+
+struct save_ctx {
+	const struct guest_mem *mem;
+	int fd;                  /* the memory file */
+	int pagemap_fd;          /* /proc/self/pagemap, or -1 */
+	unsigned char vec[SAVE_CHUNK_PAGES];
+	uint64_t pm[SAVE_CHUNK_PAGES];
+	struct mem_save_stats st;
+};
+
+static bool page_is_zero(const uint8_t *p)
+{
+	const uint64_t *w = (const uint64_t *)p;
+
+	for (size_t i = 0; i < LAYOUT_PAGE_SIZE / 8; i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, uint64_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, p, len > (1u << 30) ? (1u << 30) : (size_t)len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (uint64_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Mark in c->vec which of the `n` pages at `hva` may hold data. mincore()
+ * cannot tell a page never touched from one swapped out, nor, for RAM
+ * mapped from a file, from a file page not in the page cache: those are
+ * read unless pagemap proves them untouched anonymous memory. */
+static void find_candidates(struct save_ctx *c, const uint8_t *hva, size_t n)
+{
+	bool all_resident = true;
+
+	if (mincore((void *)hva, n * LAYOUT_PAGE_SIZE, c->vec) < 0) {
+		memset(c->vec, 1, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		c->vec[i] &= 1;
+		all_resident &= c->vec[i];
+	}
+	if (all_resident)
+		return;
+	if (c->mem->file_backed || c->pagemap_fd < 0 ||
+	    pread(c->pagemap_fd, c->pm, n * 8, (off_t)((uintptr_t)hva / LAYOUT_PAGE_SIZE * 8)) !=
+	    (ssize_t)(n * 8)) {
+		memset(c->vec, 1, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (c->pm[i] & (PAGEMAP_PRESENT | PAGEMAP_SWAPPED))
+			c->vec[i] = 1;
+}
+
+/* Write the data pages of `n` pages at `hva` to file offset `off`, runs of
+ * adjacent data pages in one write each. */
+static int save_chunk(struct save_ctx *c, const uint8_t *hva, size_t n, uint64_t off)
+{
+	size_t run = 0;   /* data pages pending before page i */
+
+	find_candidates(c, hva, n);
+	for (size_t i = 0; i <= n; i++) {
+		bool data = false;
+
+		if (i < n && c->vec[i]) {
+			data = !page_is_zero(hva + i * LAYOUT_PAGE_SIZE);
+			if (!data)
+				c->st.zero_bytes += LAYOUT_PAGE_SIZE;
+		} else if (i < n) {
+			c->st.absent_bytes += LAYOUT_PAGE_SIZE;
+		}
+		if (data) {
+			run++;
+			continue;
+		}
+		if (run) {
+			uint64_t start = (uint64_t)(i - run) * LAYOUT_PAGE_SIZE;
+			int rc = pwrite_all(c->fd, hva + start, run * LAYOUT_PAGE_SIZE, off + start);
+
+			if (rc)
+				return rc;
+			c->st.data_bytes += run * LAYOUT_PAGE_SIZE;
+			run = 0;
+		}
+	}
+	return 0;
+}
+
+int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stats *stats,
+	     const char **why)
+{
+	struct atomic_file f;
+	struct save_ctx *c;
+	uint64_t off = 0;
+	int rc;
+
+	for (int r = 0; r < mem->nr_regions; r++)
+		if (mem->regions[r].size % LAYOUT_PAGE_SIZE)
+			return snap_why(why, -EINVAL, "guest RAM is not a whole number of pages");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return snap_why(why, -ENOMEM, "out of memory saving guest RAM");
+	c->mem = mem;
+	rc = atomic_file_open(&f, path);
+	if (rc) {
+		free(c);
+		return snap_why(why, rc, "cannot create %s: %s", path, strerror(-rc));
+	}
+	c->fd = f.fd;
+	c->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	/* The file's size first: every page not written stays a hole. */
+	if (ftruncate(f.fd, (off_t)mem->total) < 0) {
+		rc = -errno;
+		goto err_file;
+	}
+	for (int r = 0; r < mem->nr_regions; r++) {
+		const struct mem_region *reg = &mem->regions[r];
+
+		for (uint64_t done = 0; done < reg->size; ) {
+			uint64_t pages = (reg->size - done) / LAYOUT_PAGE_SIZE;
+			size_t n = pages > SAVE_CHUNK_PAGES ? SAVE_CHUNK_PAGES : (size_t)pages;
+
+			rc = save_chunk(c, reg->hva + done, n, off + done);
+			if (rc)
+				goto err_file;
+			done += (uint64_t)n * LAYOUT_PAGE_SIZE;
+		}
+		off += reg->size;
+	}
+	rc = atomic_file_commit(&f);
+	if (rc)
+		goto err_ctx;
+	if (stats)
+		*stats = c->st;
+	if (c->pagemap_fd >= 0)
+		close(c->pagemap_fd);
+	free(c);
+	return 0;
+
+err_file:
+	atomic_file_abort(&f);
+err_ctx:
+	if (c->pagemap_fd >= 0)
+		close(c->pagemap_fd);
+	free(c);
+	return snap_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
+}
+
+int mem_restore(struct guest_mem *mem, uint64_t bytes, const char *path, const char **why)
+{
+	struct stat st;
+	void *p;
+	int fd, rc;
+
+	memset(mem, 0, sizeof(*mem));
+	if (bytes == 0 || (bytes & (LAYOUT_PAGE_SIZE - 1)))
+		return snap_why(why, -EINVAL, "guest RAM size %llu is not a whole number of pages",
+				(unsigned long long)bytes);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		return snap_why(why, rc, "cannot open %s: %s", path, strerror(-rc));
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		snap_why(why, rc, "cannot stat %s: %s", path, strerror(-rc));
+		goto err_fd;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes) {
+		rc = snap_why(why, -EINVAL, "%s is %llu bytes, the guest has %llu bytes of RAM",
+			      path, (unsigned long long)st.st_size, (unsigned long long)bytes);
+		goto err_fd;
+	}
+	/* Private and writable: the guest's writes are copy-on-write pages of
+	 * this process; the file (opened read-only) is never written. */
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		snap_why(why, rc, "cannot map %s: %s", path, strerror(-rc));
+		goto err_fd;
+	}
+	close(fd);   /* the mapping keeps the file */
+	mem_layout(mem, p, bytes);
+	mem->file_backed = true;
+	return 0;
+
+err_fd:
+	close(fd);
+	return rc;
 }

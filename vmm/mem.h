@@ -20,6 +20,7 @@ struct mem_region {
 struct guest_mem {
 	uint8_t *base;           /* the whole host mapping */
 	uint64_t total;          /* bytes of guest RAM */
+	bool file_backed;        /* mapped privately from a memory file (mem_restore) */
 	int nr_regions;
 	struct mem_region regions[MEM_MAX_REGIONS];
 };
@@ -46,5 +47,34 @@ int mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, uint64_t len)
 
 /* Highest guest-physical address + 1 of RAM below the MMIO hole. */
 uint64_t mem_low_end(const struct guest_mem *mem);
+
+/* What mem_save wrote. */
+struct mem_save_stats {
+	uint64_t data_bytes;     /* bytes written: pages that hold data */
+	uint64_t zero_bytes;     /* resident pages that were all zero: holes */
+	uint64_t absent_bytes;   /* pages the guest never touched: holes */
+};
+
+/* Write guest RAM to `path` as a snapshot's `memory` file: the regions one
+ * after the other (guest-physical order), mem->total bytes long, sparse.
+ * Pages never touched (mincore() says not resident and, when
+ * /proc/self/pagemap can tell, not swapped out either) and all-zero pages
+ * are holes, so the file takes about as much disk as the guest used. RAM
+ * mapped from a memory file is read in full (its untouched pages live in
+ * that file), holes still skipped. Written atomically (temp file in the same
+ * directory, fsync, rename; mode 0600): on failure nothing is left behind.
+ * The vCPUs must be paused. `stats` may be NULL. 0 or -errno with *why. */
+int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stats *stats,
+	     const char **why) __attribute__((warn_unused_result));
+
+/* Guest RAM of `bytes` (as mem_init), mapped from the memory file at `path`
+ * with MAP_PRIVATE: pages come from the shared page cache on first touch,
+ * guest writes go to private copies, and the file is never written. So any
+ * number of VMs can map one file, and none reads it up front. The file must
+ * be a regular file of exactly `bytes` (else -EINVAL with *why giving both
+ * sizes) and must not change while mapped (snapshot files are immutable:
+ * they are replaced by rename, never rewritten). 0 or -errno with *why. */
+int mem_restore(struct guest_mem *mem, uint64_t bytes, const char *path, const char **why)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -3,12 +3,17 @@
 #define MAYFLY_X86_CPU_H
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../mem.h"
+#include "../snapshot/codec.h"
 #include "boot.h"
 
 /* --- cpuid.c --- */
+
+/* Most entries a CPUID table may have, from KVM or from a snapshot. */
+#define CPUID_MAX_ENTRIES 1024
 
 /* Fetch KVM_GET_SUPPORTED_CPUID into a heap table the caller frees. 0 or -errno. */
 int cpuid_get_supported(int kvm_sys_fd, struct kvm_cpuid2 **out)
@@ -27,8 +32,33 @@ void cpuid_patch(struct kvm_cpuid2 *cpuid, unsigned cpu_index, unsigned nr_cpus)
  * the PIT for its ticks. */
 void cpuid_enable_tsc_deadline(struct kvm_cpuid2 *cpuid);
 
-/* Entry for (function, index) or NULL. */
-struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *cpuid, uint32_t function, uint32_t index);
+/* Entry for (function, index) or NULL. (Like strchr, a const table gives
+ * back a pointer the caller must treat as const.) */
+struct kvm_cpuid_entry2 *cpuid_find(const struct kvm_cpuid2 *cpuid, uint32_t function, uint32_t index);
+
+/* Append `cpuid` to `out` as a snapshot section payload (SNAP_SEC_CPUID):
+ * nent u32, then per entry function, index, flags, eax, ebx, ecx, edx (u32
+ * each). Failures are left in out->err. */
+void cpuid_encode(const struct kvm_cpuid2 *cpuid, struct snap_out *out);
+
+/* Decode a cpuid_encode() payload (untrusted) into a heap table the caller
+ * frees. 0, -ENOMEM, or -EBADMSG with *why: nent 0 or above
+ * CPUID_MAX_ENTRIES, or a payload not exactly that long. */
+int cpuid_decode(const void *data, size_t len, struct kvm_cpuid2 **out, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Can this host run a guest that was given `saved`? Every feature bit set
+ * in `saved` in the feature registers (leaf 1 ECX/EDX, 6 EAX, 7.0
+ * EBX/ECX/EDX, 7.1 EAX, 0xD.0 EAX/EDX, 0xD.1 EAX/ECX/EDX, 0x80000001
+ * ECX/EDX, 0x80000007 EDX, 0x80000008 EBX, KVM's 0x40000001 EAX) must be set
+ * in `host` (KVM_GET_SUPPORTED_CPUID here). Not checked: the bits mayfly
+ * sets itself (hypervisor, HTT: cpuid_patch) and those that follow guest
+ * state (OSXSAVE, OSPKE, APIC); TSC-deadline (cpuid_enable_tsc_deadline) is
+ * accepted when `host_tsc_deadline` says KVM_CAP_TSC_DEADLINE_TIMER is there.
+ * Pure. 0, or -ENOTSUP with *why naming the first missing leaf, register
+ * and bit (and the feature, when known). */
+int cpuid_check_host(const struct kvm_cpuid2 *saved, const struct kvm_cpuid2 *host,
+		     bool host_tsc_deadline, const char **why) __attribute__((warn_unused_result));
 
 /* --- regs.c --- */
 

@@ -1,0 +1,28 @@
+/* atomic_file.h - create a file so that it appears whole or not at all: temp file, fsync, rename. */
+#ifndef MAYFLY_ATOMIC_FILE_H
+#define MAYFLY_ATOMIC_FILE_H
+
+/* A file being written: `fd` is a fresh temporary file (mode 0600) in the
+ * directory of `path`, which appears under `path` only on commit. */
+struct atomic_file {
+	int fd;
+	char *path;
+	char *tmp_path;
+};
+
+/* Create the temporary file beside `path` ("<path>.XXXXXX"). 0 or -errno
+ * (the directory does not exist or is not writable, -ENAMETOOLONG, ...). */
+int atomic_file_open(struct atomic_file *f, const char *path) __attribute__((warn_unused_result));
+
+/* fsync the data, rename the temporary file over `path` (replacing an older
+ * one: a process that has the old file open or mapped keeps the old inode),
+ * then fsync the directory (best effort: the name's durability over a power
+ * cut). Closes the file and frees `f` whatever happens; on failure nothing
+ * is left behind and an existing `path` is untouched. 0 or -errno. */
+int atomic_file_commit(struct atomic_file *f) __attribute__((warn_unused_result));
+
+/* Close and remove the temporary file, free `f`. Safe on an `f` that was
+ * already committed or aborted, or whose open failed. */
+void atomic_file_abort(struct atomic_file *f);
+
+#endif
