@@ -1,13 +1,15 @@
 /* startup-timer.c - time commands from exec to their first stdout byte and to their exit.
  *
- * usage: startup-timer [--marker STR] RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]...
+ * usage: startup-timer [--marker STR | --exit-only] RUNS NAME -- CMD [ARG...] [-- NAME -- CMD...]...
  * Runs each command RUNS times, interleaved (A B C A B C ...) so that drift in
  * the machine's speed hits every command alike, and prints one line per
  * command: "NAME first_median_us exit_median_us failures", where "first" is
- * the first stdout byte, or with --marker the end of the first STR in stdout. */
+ * the first stdout byte, or with --marker the end of the first STR in stdout,
+ * or with --exit-only always 0 (commands that print nothing, timed to exit). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@ struct cmd {
 };
 
 static const char *marker;   /* NULL: time the first byte */
+static bool exit_only;       /* time the exit only; output is not waited for */
 
 static uint64_t now_us(void)
 {
@@ -96,11 +99,13 @@ static int run_once(struct cmd *c)
 			if (!marker[matched])
 				first = now_us();
 		}
-		if (!marker && !first)
+		if (!marker && !exit_only && !first)
 			first = now_us();
 	}
 	close(fds[0]);
 	waitpid(pid, &status, 0);
+	if (exit_only)
+		first = start;
 	if (!first || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
 	c->first_us[c->ok] = first - start;
@@ -118,9 +123,13 @@ int main(int argc, char **argv)
 		marker = argv[2];
 		argv += 2;
 		argc -= 2;
+	} else if (argc > 1 && !strcmp(argv[1], "--exit-only")) {
+		exit_only = true;
+		argv++;
+		argc--;
 	}
 	if (argc < 5 || (runs = atoi(argv[1])) <= 0 || runs > MAX_RUNS) {
-		fprintf(stderr, "usage: startup-timer [--marker STR] RUNS NAME -- CMD [ARG...] "
+		fprintf(stderr, "usage: startup-timer [--marker STR | --exit-only] RUNS NAME -- CMD [ARG...] "
 			"[-- NAME -- CMD...]\n");
 		return 2;
 	}
