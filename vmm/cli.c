@@ -1,5 +1,6 @@
 /* cli.c - the one command-line front end: one option table and getopt_long for boot, run, exec and cp. */
 #include "cli.h"
+#include "log.h"
 #include "num.h"
 
 #include <errno.h>
@@ -376,4 +377,21 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	if (c->vm.nr_disks + (c->vm.rootfs[0] ? 1 : 0) > CONFIG_MAX_DISKS)
 		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
 	return CLI_OK;
+}
+
+int cli_parse_or_exit(struct cli *c, enum cli_cmd cmd, int argc, char **argv, int error_code)
+{
+	char err[256];
+
+	switch (cli_parse(c, cmd, argc, argv, err, sizeof(err))) {
+	case CLI_HELP:
+		cli_usage(cmd, stdout);
+		return 0;
+	case CLI_ERROR:
+		log_say("%s", err);
+		return error_code;
+	case CLI_OK:
+		break;
+	}
+	return -1;
 }

@@ -31,6 +31,11 @@ enum cli_result {
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
 			  size_t errlen);
 
+/* cli_parse for a command's entry point: -1 to go on; otherwise the exit
+ * code, after printing the usage (--help: 0) or the error's one line
+ * (error_code). */
+int cli_parse_or_exit(struct cli *c, enum cli_cmd cmd, int argc, char **argv, int error_code);
+
 /* Print `cmd`'s usage, options generated from the same table. */
 void cli_usage(enum cli_cmd cmd, FILE *out);
 

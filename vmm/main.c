@@ -33,16 +33,9 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	char err[256];
 	int code;
 
-	switch (cli_parse(c, CLI_BOOT, argc, argv, err, sizeof(err))) {
-	case CLI_HELP:
-		cli_usage(CLI_BOOT, stdout);
-		return 0;
-	case CLI_ERROR:
-		log_say("%s", err);
-		return EXIT_USAGE;
-	case CLI_OK:
-		break;
-	}
+	code = cli_parse_or_exit(c, CLI_BOOT, argc, argv, EXIT_USAGE);
+	if (code >= 0)
+		return code;
 	if (guest_files_resolve(&c->vm, err, sizeof(err))) {
 		log_say("%s", err);
 		return EXIT_BAD_IMAGE;

@@ -248,23 +248,6 @@ static int run_config(struct vm_config *vm, int verbose)
 	return 0;
 }
 
-static int parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv)
-{
-	char err[256];
-
-	switch (cli_parse(c, cmd, argc, argv, err, sizeof(err))) {
-	case CLI_HELP:
-		cli_usage(cmd, stdout);
-		return 0;
-	case CLI_ERROR:
-		log_say("%s", err);
-		return RUN_EXIT_MAYFLY;
-	case CLI_OK:
-		break;
-	}
-	return -1;
-}
-
 static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 {
 	struct vm vm;
@@ -324,7 +307,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
 	struct run_ctx *ctx;
-	int code = parse(c, CLI_RUN, argc, argv);
+	int code = cli_parse_or_exit(c, CLI_RUN, argc, argv, RUN_EXIT_MAYFLY);
 
 	if (code >= 0)
 		return code;
@@ -384,7 +367,7 @@ int cmd_exec(struct cli *c, int argc, char **argv)
 	struct exec_result res;
 	struct exec_spec spec;
 	struct term term;
-	int code = parse(c, CLI_EXEC, argc, argv), in;
+	int code = cli_parse_or_exit(c, CLI_EXEC, argc, argv, RUN_EXIT_MAYFLY), in;
 
 	if (code >= 0)
 		return code;
@@ -423,7 +406,7 @@ int cmd_cp(struct cli *c, int argc, char **argv)
 	char why[256];
 	const char *src, *dst;
 	uint64_t deadline;
-	int rc = parse(c, CLI_CP, argc, argv);
+	int rc = cli_parse_or_exit(c, CLI_CP, argc, argv, RUN_EXIT_MAYFLY);
 
 	if (rc >= 0)
 		return rc;
