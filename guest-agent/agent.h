@@ -93,6 +93,9 @@ struct agent {
 	bool single;                /* --fd: exit when that connection ends */
 	bool allow_shutdown;        /* SHUTDOWN powers the machine off (PID 1 implies it) */
 	bool shutting_down;
+	bool quiescing;             /* QUIESCE: close every connection, keep listening */
+	bool stale;                 /* quiesced (a snapshot's copy): FRESHEN before any work */
+	bool owns_guest;            /* vsock mode: FRESHEN sets the clock and the pool */
 	bool verbose;
 	const char *home;           /* default cwd and base of relative paths */
 	uint64_t start_ms;
@@ -185,6 +188,13 @@ void xfers_sweep(struct conn *c);
 int stat_request(struct conn *c, const struct proto_frame *f);
 int mkdir_request(struct conn *c, const struct proto_frame *f);
 int remove_request(struct conn *c, const struct proto_frame *f);
+
+/* freshen.c: QUIESCE (sync, then every connection closes) and FRESHEN
+ * (the host's wall clock and seed, after a restore). */
+int quiesce_request(struct conn *c, const struct proto_frame *f);
+int freshen_request(struct conn *c, const struct proto_frame *f);
+/* True, with an ERROR EAGAIN sent, when f must wait for FRESHEN. */
+bool freshen_needed(struct conn *c, const struct proto_frame *f);
 
 /* loop.c */
 /* Serve until SHUTDOWN (returns 1), a --fd connection's end or SIGTERM (0),

@@ -234,7 +234,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_SHUTDOWN + 1] = {
+static const req_fn handlers[PROTO_FRESHEN + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -250,6 +250,8 @@ static const req_fn handlers[PROTO_SHUTDOWN + 1] = {
 	[PROTO_MKDIR] = mkdir_request,
 	[PROTO_REMOVE] = remove_request,
 	[PROTO_SHUTDOWN] = req_shutdown,
+	[PROTO_QUIESCE] = quiesce_request,
+	[PROTO_FRESHEN] = freshen_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */
@@ -274,6 +276,8 @@ static void conn_dispatch(struct conn *c, const struct proto_frame *f)
 		conn_send_error(c, f->id, ENOSYS, "unknown request type %u", f->type);
 		return;
 	}
+	if (freshen_needed(c, f))
+		return;
 	if (fn(c, f) == -EPROTO) {
 		snprintf(why, sizeof(why), "malformed %s payload", proto_type_name(f->type));
 		conn_malformed(c, f->id, EPROTO, why);
@@ -287,7 +291,7 @@ void conn_process(struct conn *c)
 	char why[96];
 	int n;
 
-	while (!c->closing && !c->a->shutting_down && !conn_paused(c)) {
+	while (!c->closing && !c->a->shutting_down && !c->a->quiescing && !conn_paused(c)) {
 		n = proto_frame_decode(c->in + off, c->in_len - off, &f);
 		if (n == 0)
 			break;

@@ -196,7 +196,7 @@ int loop_run(struct agent *a)
 		timeout_ms = -1;
 		now = now_ms();
 		for (struct conn *c = a->conns; c; c = c->next) {
-			if (a->shutting_down && !c->closing)
+			if ((a->shutting_down || a->quiescing) && !c->closing)
 				conn_close(c, true);
 			if (c->closing && !c->dead && now >= c->close_deadline_ms)
 				conn_close(c, false);      /* the host stopped reading */
@@ -214,6 +214,8 @@ int loop_run(struct agent *a)
 			rc = 1;
 			break;
 		}
+		if (a->quiescing && !a->conns)
+			a->quiescing = false;   /* closed: the VMM may pause the guest */
 		if (stop || (a->single && !a->conns))
 			break;
 

@@ -202,6 +202,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a, &o) < 0)
 		return 2;
 	a.allow_shutdown |= pid1;
+	a.owns_guest = o.mode == LISTEN_VSOCK;
 	a.start_ms = now_ms();
 	ensure_std_fds();
 	/* Modes in FILE_WRITE and MKDIR are exact; children get umask 022 back. */

@@ -26,6 +26,8 @@
 #define PROTO_AGENT_PORT   1024                /* the agent's vsock port */
 #define PROTO_MAX_ARGS     1024                /* argv and env entries each */
 #define PROTO_MAX_PATH     4096
+#define PROTO_SEED_MIN     16                  /* FRESHEN's seed, bytes */
+#define PROTO_SEED_MAX     64
 
 enum proto_type {
 	/* host -> agent: requests */
@@ -46,6 +48,10 @@ enum proto_type {
 	PROTO_MKDIR = 13,       /* {str path, u32 mode, u32 parents} -> OK or ERROR */
 	PROTO_REMOVE = 14,      /* {str path, u32 recursive} -> OK or ERROR */
 	PROTO_SHUTDOWN = 15,    /* {} -> OK, then the agent syncs and powers the VM off */
+	PROTO_QUIESCE = 16,     /* {} -> OK: synced, every connection then closed; until
+	                         * FRESHEN only HELLO, PING and FRESHEN are served */
+	PROTO_FRESHEN = 17,     /* {u64 realtime_ns, bytes seed} -> OK: a restored VM takes
+	                         * the host's wall clock and fresh entropy */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */
