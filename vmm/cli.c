@@ -8,13 +8,15 @@
 #include <stdarg.h>
 #include <string.h>
 
-enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP };
+enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP,
+       C_SNAP = 1 << CLI_SNAPSHOT };
 
 enum opt_id {
 	O_HELP = 'h', O_VERBOSE = 'v',
 	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CMDLINE_APPEND, O_INIT_CMD, O_ROOTFS, O_DISK,
 	O_MEM, O_CPUS, O_CONSOLE, O_ID, O_KVM_DEVICE, O_VSOCK, O_TIMEOUT, O_ENV, O_CWD,
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
+	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT,
 };
 
 struct cli_option {
@@ -28,7 +30,15 @@ struct cli_option {
 /* The one table. An option that means something else for another command
  * (--vsock) has one row per meaning. */
 static const struct cli_option options[] = {
-	{ "kernel", O_KERNEL, C_BOOT | C_RUN, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
+	  "instead of booting; --mem, --cpus, --kernel, --rootfs\n"
+	  "given must match it" },
+	{ "cold", O_COLD, C_RUN, NULL, "boot the kernel instead of restoring the default\n"
+	  "snapshot (made once per kernel, rootfs, mem and cpus)" },
+	{ "out", O_OUT, C_SNAP, "DIR", "where to write the snapshot (required)" },
+	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
+	  "(repeatable, in order; each must exit 0)" },
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
 	  "(default: the guest kernel tools/build-guest built)" },
 	{ "initrd", O_INITRD, C_BOOT, "FILE",
 	  "initial ramdisk (default with the default kernel: its initramfs)" },
@@ -39,15 +49,15 @@ static const struct cli_option options[] = {
 	  "mayfly then exits with its status" },
 	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
 	  "IMG is never written; the guest's writes vanish with the VM" },
-	{ "rootfs", O_ROOTFS, C_RUN, "IMG", "root image (default: the one tools/build-guest built)" },
+	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP, "IMG", "root image (default: the one tools/build-guest built)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
 	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
-	{ "mem", O_MEM, C_BOOT | C_RUN, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
-	{ "cpus", O_CPUS, C_BOOT | C_RUN, "N", "vCPUs (default 1, at most 254)" },
+	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP, "N", "vCPUs (default 1, at most 254)" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
 	  "(Ctrl-A x quits)" },
-	{ "id", O_ID, C_BOOT | C_RUN, "ID", "VM id shown in log lines (default: a random one)" },
-	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN, "PATH", "KVM device (default /dev/kvm)" },
+	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP, "ID", "VM id shown in log lines (default: a random one)" },
+	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP, "PATH", "KVM device (default /dev/kvm)" },
 	{ "vsock", O_VSOCK, C_BOOT, "PATH", "add a virtio-vsock device (guest CID 3): host programs\n"
 	  "connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
 	  "guest connections to port P reach the socket PATH_P;\n"
@@ -73,9 +83,9 @@ static const struct cli_option options[] = {
 	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC, "BYTES",
 	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
 	  "is killed; the exit event says truncated (default 256M)" },
-	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP, NULL,
+	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
-	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP, NULL, "this text" },
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL, "this text" },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -91,6 +101,10 @@ static const char *const intros[CLI_NR_CMDS] = {
 	[CLI_CP] = "usage: mayfly cp --vsock PATH [options] SRC DST\n\n"
 		"Copy a file into or out of a VM started with `mayfly boot --vsock PATH`.\n"
 		"The guest side is written :/absolute/path, e.g. mayfly cp --vsock s ./a :/root/a\n",
+	[CLI_SNAPSHOT] = "usage: mayfly snapshot create [options] --out DIR\n\n"
+		"Boot a VM from the copy-on-write rootfs, wait for its agent, run each --setup\n"
+		"command, then save the agent-ready VM to DIR: `memory` (sparse), `state`,\n"
+		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n",
 };
 
 static const char *const trailers[CLI_NR_CMDS] = {
@@ -103,6 +117,8 @@ static const char *const trailers[CLI_NR_CMDS] = {
 		"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n",
 	[CLI_EXEC] = "Exit: as mayfly run.\n",
 	[CLI_CP] = "Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n",
+	[CLI_SNAPSHOT] = "Exit: 0 saved; a --setup command's own code when it fails; 125 mayfly or\n"
+		"the VM failed, 126 the agent failed (one line says why).\n",
 };
 
 void cli_usage(enum cli_cmd cmd, FILE *out)
@@ -221,7 +237,25 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	uint64_t n = 0;
 
 	switch (id) {
-	case O_KERNEL: return SET(vm->kernel, "kernel", val);
+	case O_KERNEL:
+		c->kernel_given = true;
+		return SET(vm->kernel, "kernel", val);
+	case O_SNAPSHOT:
+		if (!*val)
+			return fail(err, errlen, "--snapshot needs a directory");
+		c->snapshot = val;
+		return CLI_OK;
+	case O_COLD: c->cold = true; return CLI_OK;
+	case O_OUT:
+		if (!*val)
+			return fail(err, errlen, "--out needs a directory");
+		c->out = val;
+		return CLI_OK;
+	case O_SETUP:
+		if (c->nsetup >= CLI_MAX_SETUP)
+			return fail(err, errlen, "at most %d --setup", CLI_MAX_SETUP);
+		c->setups[c->nsetup++] = val;
+		return CLI_OK;
 	case O_INITRD: return SET(vm->initrd, "initrd", val);
 	case O_CMDLINE: return SET(vm->cmdline, "cmdline", val);
 	case O_CMDLINE_APPEND: return SET(vm->cmdline_append, "cmdline-append", val);
@@ -229,16 +263,19 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_ROOTFS:
 		if (!*val)
 			return fail(err, errlen, "--rootfs needs an image path");
+		c->rootfs_given = true;
 		return SET(vm->rootfs, "rootfs", val);
 	case O_DISK: return add_disk(vm, val, err, errlen);
 	case O_MEM:
 		if (number("mem", val, 1, CONFIG_MAX_MEM_MIB, false, &vm->mem_mib, err, errlen))
 			return CLI_ERROR;
+		c->mem_given = true;
 		return CLI_OK;
 	case O_CPUS:
 		if (number("cpus", val, 1, CONFIG_MAX_CPUS, false, &n, err, errlen))
 			return CLI_ERROR;
 		vm->cpus = (unsigned)n;
+		c->cpus_given = true;
 		return CLI_OK;
 	case O_CONSOLE: vm->console = true; return CLI_OK;
 	case O_ID:
@@ -315,7 +352,8 @@ static void defaults(struct cli *c)
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
 			  size_t errlen)
 {
-	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp" };
+	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp",
+							 "snapshot create" };
 	struct option longopts[NR_OPTIONS + 1];
 	size_t n = 0;
 	char what[64];
@@ -366,6 +404,13 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 		if (c->run.argc != 2)
 			return fail(err, errlen, "mayfly cp takes SRC and DST, one of them :GUEST_PATH");
 		break;
+	case CLI_SNAPSHOT:
+		if (c->run.argc)
+			return fail(err, errlen, "unexpected argument '%s' (see mayfly snapshot create "
+				    "--help)", argv[optind]);
+		if (!c->out)
+			return fail(err, errlen, "--out DIR is required");
+		break;
 	default:
 		if (c->run.argc < 1)
 			return fail(err, errlen, "no command given (mayfly %s [options] -- CMD [ARG...])",
@@ -374,6 +419,12 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	if ((cmd == CLI_EXEC || cmd == CLI_CP) && !c->run.vsock)
 		return fail(err, errlen, "--vsock PATH is required (the socket of a VM started "
 			    "with mayfly boot --vsock PATH)");
+	if (c->snapshot && c->cold)
+		return fail(err, errlen, "--snapshot and --cold exclude each other");
+	if (c->snapshot && (c->vm.initrd[0] || c->vm.cmdline[0] || c->vm.cmdline_append[0] ||
+			    c->vm.init_cmd[0] || c->vm.nr_disks))
+		return fail(err, errlen, "--snapshot restores a VM whole: no --initrd, --cmdline, "
+			    "--cmdline-append, --init-cmd or --disk with it");
 	if (c->vm.nr_disks + (c->vm.rootfs[0] ? 1 : 0) > CONFIG_MAX_DISKS)
 		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
 	return CLI_OK;

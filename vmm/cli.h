@@ -8,7 +8,9 @@
 #include "config.h"
 #include "agent/run_opts.h"
 
-enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_NR_CMDS };
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_NR_CMDS };
+
+#define CLI_MAX_SETUP 64
 
 /* A parsed command line. vm is what boot and run build (run adds its own
  * rootfs and vsock); run is the agent call of run, exec and cp. Strings in
@@ -17,6 +19,14 @@ struct cli {
 	struct vm_config vm;
 	struct run_opts run;
 	int verbose;               /* -v count; vm.log_level follows it */
+	/* Which VM fields the user set (a snapshot must then agree with them). */
+	bool mem_given, cpus_given, kernel_given, rootfs_given;
+	/* Snapshots */
+	const char *snapshot;      /* boot, run: --snapshot DIR */
+	bool cold;                 /* run: --cold, boot instead of the default snapshot */
+	char *setups[CLI_MAX_SETUP];   /* snapshot create: --setup CMD, in order */
+	int nsetup;
+	const char *out;           /* snapshot create: --out DIR */
 };
 
 enum cli_result {

@@ -1,5 +1,6 @@
 /* config.c - struct vm_config: defaults, owned strings and the one set of limits (pure data). */
 #include "config.h"
+#include "snapshot/codec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,4 +72,74 @@ int config_check(const struct vm_config *cfg, char *err, size_t errlen)
 		return 0;
 	snprintf(err, errlen, "%s", why);
 	return -EINVAL;
+}
+
+static void put_str(struct snap_out *o, const char *s)
+{
+	uint32_t n = (uint32_t)strlen(s);
+
+	snap_out_u32(o, n);
+	snap_out_put(o, s, n);
+}
+
+/* A string of fewer than cap bytes, without a NUL inside. */
+static bool get_str(struct snap_in *in, char *dst, size_t cap)
+{
+	uint32_t n = snap_in_u32(in);
+
+	if (in->bad || n >= cap || n > in->left)
+		return false;
+	if (!snap_in_get(in, dst, n) || memchr(dst, '\0', n))
+		return false;
+	dst[n] = '\0';
+	return true;
+}
+
+void config_encode(const struct vm_config *cfg, struct snap_out *o)
+{
+	put_str(o, cfg->kernel);
+	put_str(o, cfg->initrd);
+	put_str(o, cfg->cmdline);
+	put_str(o, cfg->cmdline_append);
+	put_str(o, cfg->init_cmd);
+	put_str(o, cfg->rootfs);
+	snap_out_u32(o, cfg->nr_disks);
+	for (unsigned i = 0; i < cfg->nr_disks; i++) {
+		put_str(o, cfg->disks[i].path);
+		snap_out_u32(o, cfg->disks[i].read_only);
+	}
+	snap_out_u64(o, cfg->mem_mib);
+	snap_out_u32(o, cfg->cpus);
+	snap_out_u32(o, cfg->vsock);
+}
+
+int config_decode(struct vm_config *cfg, const void *data, size_t len, const char **why)
+{
+	struct snap_in in;
+	char err[128];
+	bool ok;
+
+	config_init(cfg);
+	snap_in_init(&in, data, len);
+	ok = get_str(&in, cfg->kernel, sizeof(cfg->kernel)) &&
+	     get_str(&in, cfg->initrd, sizeof(cfg->initrd)) &&
+	     get_str(&in, cfg->cmdline, sizeof(cfg->cmdline)) &&
+	     get_str(&in, cfg->cmdline_append, sizeof(cfg->cmdline_append)) &&
+	     get_str(&in, cfg->init_cmd, sizeof(cfg->init_cmd)) &&
+	     get_str(&in, cfg->rootfs, sizeof(cfg->rootfs));
+	cfg->nr_disks = ok ? snap_in_u32(&in) : 0;
+	if (cfg->nr_disks > CONFIG_MAX_DISKS)
+		return snap_why(why, -EBADMSG, "snapshot config: %u disks", cfg->nr_disks);
+	for (unsigned i = 0; ok && i < cfg->nr_disks; i++) {
+		ok = get_str(&in, cfg->disks[i].path, sizeof(cfg->disks[i].path));
+		cfg->disks[i].read_only = snap_in_u32(&in) != 0;
+	}
+	cfg->mem_mib = snap_in_u64(&in);
+	cfg->cpus = snap_in_u32(&in);
+	cfg->vsock = snap_in_u32(&in) != 0;
+	if (!ok || !snap_in_end(&in))
+		return snap_why(why, -EBADMSG, "snapshot config section is malformed");
+	if (config_check(cfg, err, sizeof(err)))
+		return snap_why(why, -EBADMSG, "snapshot config: %s", err);
+	return 0;
 }

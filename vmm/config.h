@@ -64,4 +64,14 @@ bool config_id_valid(const char *id);
  * (a saved one, a service request). 0, or -EINVAL with err set to one line. */
 int config_check(const struct vm_config *cfg, char *err, size_t errlen);
 
+struct snap_out;
+
+/* The config as a snapshot's config section: what makes the VM (not its id,
+ * console or log level, which are each run's own), versioned by the state
+ * file's format. config_decode refuses a payload that is short,
+ * long, has a string without its NUL or too long for its field, or breaks
+ * config_check's limits. 0, or -EBADMSG with *why. */
+void config_encode(const struct vm_config *cfg, struct snap_out *o);
+int config_decode(struct vm_config *cfg, const void *data, size_t len, const char **why);
+
 #endif

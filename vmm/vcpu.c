@@ -1,9 +1,11 @@
 /* vcpu.c - one thread per vCPU: set up its registers, then KVM_RUN and dispatch each exit. */
 #include "vm.h"
+#include "clock.h"
 #include "exitcode.h"
 #include "log.h"
 #include "thread.h"
 #include "x86/cpu.h"
+#include "x86/vcpu_state.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +48,8 @@ int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm
 	if (rc)
 		goto err_run;
 
+	if (format < 0)
+		return 0;
 	rc = regs_setup_msrs(vcpu->fd);
 	if (!rc)
 		rc = regs_setup_lapic(vcpu->fd);
@@ -155,13 +159,39 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
+/* vm_pause asked: finish the instruction of the last PIO/MMIO exit (its
+ * IN data goes to the register only on the next KVM_RUN) without running
+ * the guest further, then wait. */
+static void vcpu_park(struct vcpu *vcpu)
+{
+	struct vm *vm = vcpu->vm;
+	int rc = vcpu_state_settle(vcpu->fd, vcpu->run);
+
+	if (rc)
+		vm_stop(vm, EXIT_KVM_ERROR, "vcpu%u: cannot settle for a pause: %s", vcpu->index,
+			strerror(-rc));
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (atomic_load(&vm->pausing) && atomic_load(&vm->exit_code) < 0)
+		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+	vm->parked--;
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
 
 	log_debug("vcpu%u: first KVM_RUN", vcpu->index);
+	if (vcpu->index == 0)
+		atomic_store(&vcpu->vm->first_run_ns, clock_now_ns());
 
 	while (atomic_load(&vcpu->vm->exit_code) < 0) {
+		if (atomic_load(&vcpu->vm->pausing)) {
+			vcpu_park(vcpu);
+			continue;
+		}
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu->run->immediate_exit = 0;

@@ -8,6 +8,8 @@
 #include "x86/cpu.h"
 #include "x86/layout.h"
 #include "cmdline.h"
+#include "vm_devices.h"
+#include "vm_snapshot.h"
 
 _Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
 _Static_assert(CONFIG_CMDLINE_MAX == LAYOUT_CMDLINE_MAX, "one command-line limit");
@@ -31,22 +33,6 @@ _Static_assert(CONFIG_MAX_DISKS + 1 <= VM_MAX_VIRTIO, "every disk and vsock get 
 #include <unistd.h>
 
 #define VM_MAX_IMAGE_BYTES (1ULL << 30)   /* a kernel or initrd larger than 1 GiB is a mistake */
-
-void vm_stop(struct vm *vm, int code, const char *fmt, ...)
-{
-	int running = -1;
-	uint64_t one = 1;
-	va_list ap;
-
-	if (!atomic_compare_exchange_strong(&vm->exit_code, &running, -2))
-		return;   /* someone else already ended the VM */
-	va_start(ap, fmt);
-	vsnprintf(vm->exit_reason, sizeof(vm->exit_reason), fmt, ap);
-	va_end(ap);
-	atomic_store(&vm->exit_code, code);
-	if (write(vm->stop_fd, &one, sizeof(one)) < 0)
-		return;   /* counter full: the main thread is already awake */
-}
 
 /* Read a whole file (kernel, initrd). Returns 0 or an exit code after logging. */
 static int read_image(const char *what, const char *path, uint8_t **data, size_t *size)
@@ -205,7 +191,10 @@ static int vm_open_disk(struct vm *vm, const char *path, bool cow, bool read_onl
 	char name[8];
 	int rc;
 
-	rc = cow ? disk_open_cow(&disk, path, &why) : disk_open_raw(&disk, path, read_only, &why);
+	snprintf(name, sizeof(name), "vd%c", 'a' + vm->nr_blks);
+	/* Restored, the root's overlay comes back from the snapshot. */
+	rc = cow && vm->snap ? vm_devices_open_cow(vm->snap, &disk, path, name, &why) :
+	     cow ? disk_open_cow(&disk, path, &why) : disk_open_raw(&disk, path, read_only, &why);
 	if (rc) {
 		bool say_errno = rc == -ENOENT || rc == -EACCES || rc == -EPERM || rc == -EIO;
 
@@ -213,7 +202,6 @@ static int vm_open_disk(struct vm *vm, const char *path, bool cow, bool read_onl
 			  say_errno ? ": " : "", say_errno ? strerror(-rc) : "");
 		return EXIT_BAD_IMAGE;
 	}
-	snprintf(name, sizeof(name), "vd%c", 'a' + vm->nr_blks);
 	rc = virtio_blk_init(blk, &disk, &vm->mem, name);
 	if (rc) {
 		disk_close(&disk);
@@ -363,26 +351,83 @@ static int vm_open_kvm(struct vm *vm)
 	return 0;
 }
 
+/* The vCPUs with the CPUID table KVM offers (and the TSC-deadline timer
+ * it emulates), or, restored, with the table the snapshot's guest had:
+ * their registers then come from the snapshot (kernel NULL). */
 static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 {
-	struct kvm_cpuid2 *cpuid = NULL;
-	int rc = cpuid_get_supported(vm->kvm.sys_fd, &cpuid);
+	int rc;
 
+	if (vm->snap) {
+		size_t size = sizeof(*vm->snap->cpuid) +
+			      vm->snap->cpuid->nent * sizeof(vm->snap->cpuid->entries[0]);
+
+		vm->cpuid = malloc(size);
+		rc = vm->cpuid ? 0 : -ENOMEM;
+		if (!rc)
+			memcpy(vm->cpuid, vm->snap->cpuid, size);
+	} else {
+		rc = cpuid_get_supported(vm->kvm.sys_fd, &vm->cpuid);
+		if (!rc && ioctl(vm->kvm.sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
+			cpuid_enable_tsc_deadline(vm->cpuid);
+	}
 	if (rc) {
-		log_error("KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-rc));
+		log_error("cannot get the CPUID table: %s", strerror(-rc));
 		return EXIT_INTERNAL;
 	}
-	if (ioctl(vm->kvm.sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
-		cpuid_enable_tsc_deadline(cpuid);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		rc = vcpu_init(vm, &vm->vcpus[i], i, cpuid, kernel->format, kernel->entry);
+		rc = vcpu_init(vm, &vm->vcpus[i], i, vm->cpuid, kernel ? (int)kernel->format : -1,
+			       kernel ? kernel->entry : 0);
 		if (rc) {
 			log_error("cannot set up vcpu%u: %s", i, strerror(-rc));
-			break;
+			return EXIT_INTERNAL;
 		}
 	}
-	free(cpuid);
-	return rc ? EXIT_INTERNAL : 0;
+	return 0;
+}
+
+/* Before any guest code: this host must offer every CPU feature the
+ * snapshot's guest was given. */
+static int vm_check_host(struct vm *vm)
+{
+	const char *why = "";
+
+	if (!vm->snap || !snapshot_check_host(vm->snap, vm->kvm.sys_fd, &why))
+		return 0;
+	log_error("cannot restore this snapshot here: %s", why);
+	return EXIT_KVM_UNSUPPORTED;
+}
+
+static int vm_restore(struct vm *vm)
+{
+	const char *why = "";
+
+	if (!vm->snap || !vm_snapshot_restore(vm, vm->snap, &why))
+		return 0;
+	log_error("cannot restore the snapshot in '%s': %s", vm->snap->dir, why);
+	return EXIT_BAD_IMAGE;
+}
+
+/* Guest RAM: fresh, or the snapshot's memory file mapped privately. */
+static int vm_map_memory(struct vm *vm)
+{
+	const char *why = "";
+	char path[CONFIG_PATH_MAX + 64];
+	int rc;
+
+	if (!vm->snap) {
+		rc = mem_init(&vm->mem, vm->cfg->mem_mib << 20);
+		if (rc)
+			log_error("cannot map %llu MiB of guest RAM: %s",
+				  (unsigned long long)vm->cfg->mem_mib, strerror(-rc));
+		return rc ? EXIT_INTERNAL : 0;
+	}
+	rc = snapshot_path(vm->snap->dir, SNAPSHOT_MEMORY, path, sizeof(path));
+	if (!rc)
+		rc = mem_restore(&vm->mem, vm->cfg->mem_mib << 20, path, &why);
+	if (rc)
+		log_error("snapshot memory '%s': %s", path, why);
+	return rc ? EXIT_BAD_IMAGE : 0;
 }
 
 static void vm_log_phase(const struct vm *vm, const char *phase)
@@ -391,13 +436,15 @@ static void vm_log_phase(const struct vm *vm, const char *phase)
 		  (unsigned long long)(clock_now_ns() - vm->start_ns) / 1000);
 }
 
-int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
+int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *snap,
+	     uint64_t start_ns)
 {
 	struct kernel_image kernel;
 	int rc;
 
 	memset(vm, 0, sizeof(*vm));
 	vm->cfg = cfg;
+	vm->snap = snap;
 	vm->start_ns = start_ns;
 	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
 	vm->stop_fd = vm->console.wake_fd = -1;
@@ -407,6 +454,8 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 	bus_init(&vm->mmio, "mmio");
 	vm->nr_vcpus = cfg->cpus;
 	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	pthread_mutex_init(&vm->pause_lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	vm->console.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!vm->vcpus || vm->stop_fd < 0 || vm->console.wake_fd < 0) {
@@ -416,13 +465,10 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vm->vcpus[i].fd = -1;
 
-	rc = mem_init(&vm->mem, cfg->mem_mib << 20);
-	if (rc) {
-		log_error("cannot map %llu MiB of guest RAM: %s",
-			  (unsigned long long)cfg->mem_mib, strerror(-rc));
-		return EXIT_INTERNAL;
-	}
-	rc = vm_load_guest(vm, &kernel);
+	rc = vm_map_memory(vm);
+	/* Restored, the kernel and its boot structures are in guest RAM already. */
+	if (!rc && !snap)
+		rc = vm_load_guest(vm, &kernel);
 	if (!rc)
 		rc = vm_open_disks(vm);
 	vm_log_phase(vm, "guest loaded");
@@ -432,129 +478,25 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns)
 	}
 	if (!rc)
 		rc = vm_open_vsock(vm);
-	if (!rc)
+	if (!rc && !snap)
 		rc = vm_write_boot_params(vm, &kernel);
 	if (!rc)
 		rc = vm_open_kvm(vm);
+	if (!rc)
+		rc = vm_check_host(vm);
 	vm_log_phase(vm, "kvm vm created");
 	if (!rc)
 		rc = vm_add_devices(vm);
 	if (!rc)
-		rc = vm_create_vcpus(vm, &kernel);
+		rc = vm_create_vcpus(vm, snap ? NULL : &kernel);
+	if (!rc)
+		rc = vm_restore(vm);
 	vm_log_phase(vm, "vcpus created");
 	if (!rc)
-		log_info("vm built: %u vcpu(s), %llu MiB, setup took %llu us", vm->nr_vcpus,
-			 (unsigned long long)cfg->mem_mib,
+		log_info("vm %s: %u vcpu(s), %llu MiB, setup took %llu us",
+			 snap ? "restored" : "built", vm->nr_vcpus, (unsigned long long)cfg->mem_mib,
 			 (unsigned long long)(clock_now_ns() - start_ns) / 1000);
 	return rc;
-}
-
-void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), void *opaque)
-{
-	vm->signal_hook = hook;
-	vm->signal_hook_opaque = opaque;
-}
-
-uint64_t vm_guest_init_us(const struct vm *vm)
-{
-	return boot_timer_elapsed_us(&vm->boot_timer);
-}
-
-int vm_connect_vsock(struct vm *vm)
-{
-	return vm->vsock ? virtio_vsock_connect_local(vm->vsock) : -ENODEV;
-}
-
-/* The main thread takes SIGINT/SIGTERM/SIGHUP through a signalfd, so no
- * thread is ever interrupted in the middle of device emulation. */
-static int vm_block_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGHUP);
-	signal(SIGPIPE, SIG_IGN);
-	if (pthread_sigmask(SIG_BLOCK, set, NULL))
-		return -1;
-	return signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
-int vm_run(struct vm *vm)
-{
-	sigset_t set;
-	int sig_fd = vm_block_signals(&set);
-	bool reset;
-	int code;
-
-	if (sig_fd < 0 || thread_init()) {
-		log_error("cannot set up signal handling: %s", strerror(errno));
-		return EXIT_INTERNAL;
-	}
-	/* From here until log_writer_stop no thread waits for stderr. */
-	if (log_writer_start()) {
-		log_error("cannot start the log writer thread");
-		close(sig_fd);
-		return EXIT_INTERNAL;
-	}
-	if (console_start(vm)) {
-		log_error("cannot start the console thread");
-		log_writer_stop();
-		close(sig_fd);
-		return EXIT_INTERNAL;
-	}
-	if ((vm->nr_blks || vm->vsock) && event_loop_start(&vm->io)) {
-		log_error("cannot start the I/O thread");
-		console_stop(vm);
-		log_writer_stop();
-		close(sig_fd);
-		return EXIT_INTERNAL;
-	}
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		if (vcpu_start(&vm->vcpus[i])) {
-			vm_stop(vm, EXIT_INTERNAL, "cannot start vcpu%u thread", i);
-			break;
-		}
-	}
-	while (atomic_load(&vm->exit_code) < 0) {
-		struct pollfd fds[2] = { { .fd = vm->stop_fd, .events = POLLIN },
-					 { .fd = sig_fd, .events = POLLIN } };
-		struct signalfd_siginfo si;
-
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (!(fds[1].revents & POLLIN) || read(sig_fd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		/* mayfly run passes a first SIGINT/SIGTERM on to the command. */
-		if (vm->signal_hook && vm->signal_hook(vm->signal_hook_opaque, (int)si.ssi_signo))
-			continue;
-		vm_stop(vm, 128 + (int)si.ssi_signo, "stopped by signal %s",
-			strsignal((int)si.ssi_signo));
-	}
-	/* Wait for vm_stop to finish writing the reason (code goes -2 -> final). */
-	while ((code = atomic_load(&vm->exit_code)) < 0)
-		sched_yield();
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vcpu_kick(&vm->vcpus[i]);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vcpu_join(&vm->vcpus[i]);
-	event_loop_stop(&vm->io);
-	vcpu_log_exit_stats(vm);
-	for (unsigned i = 0; i < vm->nr_blks; i++)
-		virtio_blk_log_stats(&vm->blks[i]);
-	if (vm->vsock)
-		virtio_vsock_log_stats(vm->vsock);
-	console_stop(vm);
-	close(sig_fd);
-	/* All output has passed the console watch now: a reset after the
-	 * panic banner is a panic, one after init's status line its status. */
-	reset = code == EXIT_GUEST_RESET;
-	code = console_exit_code(vm, code);
-	if (reset && code != EXIT_GUEST_PANIC)
-		log_info("vm stopped: %s (exit %d)", vm->exit_reason, code);
-	else
-		log_error("vm stopped: %s (exit %d)", vm->exit_reason, code);
-	log_writer_stop();
-	return code;
 }
 
 void vm_destroy(struct vm *vm)
@@ -583,6 +525,8 @@ void vm_destroy(struct vm *vm)
 	mem_free(&vm->mem);
 	bus_destroy(&vm->pio);
 	bus_destroy(&vm->mmio);
+	free(vm->cpuid);
+	vm->cpuid = NULL;
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);
 	if (vm->console.wake_fd >= 0)

@@ -22,8 +22,8 @@
 
 struct vm;
 
-#define VCPU_EXIT_REASONS 64
-#define VM_MAX_VIRTIO     10   /* virtio-mmio slots: a window and an interrupt line each */   /* KVM exit reasons are small numbers */
+#define VCPU_EXIT_REASONS 64   /* KVM exit reasons are small numbers */
+#define VM_MAX_VIRTIO     10   /* virtio-mmio slots: a window and an interrupt line each */
 
 struct vcpu {
 	struct vm *vm;
@@ -51,9 +51,13 @@ struct console {
 	bool quit;                   /* the user typed Ctrl-A x */
 };
 
+struct snapshot;
+
 struct vm {
 	const struct vm_config *cfg;
+	const struct snapshot *snap;     /* restoring from it, or NULL (a cold boot) */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at process start */
+	_Atomic uint64_t first_run_ns;   /* vcpu0 entered KVM_RUN the first time */
 	struct kvm kvm;
 	struct guest_mem mem;
 	struct bus pio, mmio;
@@ -71,6 +75,13 @@ struct vm {
 	size_t initrd_size;
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
+	struct kvm_cpuid2 *cpuid;        /* the table every vCPU got (before its patch) */
+
+	/* vm_pause: every vCPU parks until vm_resume or the VM's end. */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	_Atomic bool pausing;
+	unsigned parked;                 /* under pause_lock */
 
 	/* The first component to end the VM records why; the rest see it set. */
 	_Atomic int exit_code;           /* -1 while running */
@@ -97,13 +108,25 @@ uint64_t vm_guest_init_us(const struct vm *vm);
 int vm_connect_vsock(struct vm *vm);
 
 /* Build the VM from cfg in one linear recipe: memory, kernel and initrd,
- * KVM, devices, boot structures, vCPUs. Returns 0, or an exit code from
- * exitcode.h after logging one clear error line. */
-int vm_build(struct vm *vm, const struct vm_config *cfg, uint64_t start_ns);
+ * disks, vsock, boot structures, KVM, devices, vCPUs. With snap (loaded
+ * by snapshot_load, cfg its config), restore instead: guest RAM mapped
+ * from its memory file, no kernel, the host's CPU checked, and every
+ * saved state put back before any guest code runs. Returns 0, or an exit
+ * code from exitcode.h after logging one clear error line (a snapshot
+ * this host cannot run: 5; one that does not fit its files: 3). */
+int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *snap,
+	     uint64_t start_ns);
 
 /* Start the vCPU and console threads, wait until the VM ends (guest reset,
  * fatal exit, or SIGINT/SIGTERM), stop everything. Returns the exit code. */
 int vm_run(struct vm *vm);
+
+/* Stop every vCPU out of KVM_RUN, its in-flight PIO/MMIO completed, and
+ * wait until all are parked (or the VM ended: -ECANCELED). Any thread but
+ * a vCPU's, while vm_run runs. 0 or -errno. */
+int vm_pause(struct vm *vm);
+/* Let parked vCPUs run again. */
+void vm_resume(struct vm *vm);
 
 /* Release everything vm_build acquired. Safe after a partial build. */
 void vm_destroy(struct vm *vm);
@@ -114,7 +137,8 @@ void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* vcpu.c: create vCPU `index` with CPUID, MSRs, LAPIC and, for the boot
- * CPU, entry registers. */
+ * CPU, entry registers; format < 0: restored (the registers come from a
+ * snapshot: CPUID only). */
 int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
 	      int format, uint64_t entry) __attribute__((warn_unused_result));
 int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));

@@ -82,7 +82,8 @@ Test(events, each_event_is_one_line_of_json)
 	char buf[4096] = "";
 	FILE *f = fmemopen(buf, sizeof(buf), "w");
 	struct event_stream st = { .name = "stdout" };
-	struct event_timings t = { 1.5, 2, 3, 4, 5, 6, 7 };
+	struct event_timings t = { .vmm_setup = 1.5, .first_run = 2, .guest_init = 3, .agent_ready = 4,
+				   .command_start = 5, .command_end = 6, .teardown = 7, .total = 8 };
 	char *line, *save;
 	int n = 0;
 

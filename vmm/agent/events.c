@@ -130,8 +130,9 @@ void event_error(FILE *out, const char *msg)
 
 void event_timings(FILE *out, const struct event_timings *t)
 {
-	emit(out, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "event", "timings",
-			    "vmm_setup_ms", t->vmm_setup, "guest_init_ms", t->guest_init,
+	emit(out, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "event", "timings",
+			    "restored", t->restored, "vmm_setup_ms", t->vmm_setup,
+			    "first_run_ms", t->first_run, "guest_init_ms", t->guest_init,
 			    "agent_ready_ms", t->agent_ready, "command_start_ms", t->command_start,
 			    "command_end_ms", t->command_end, "teardown_ms", t->teardown,
 			    "total_ms", t->total));

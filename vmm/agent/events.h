@@ -37,7 +37,9 @@ void event_exit(FILE *out, int code, int signo, bool timed_out, uint64_t duratio
 void event_error(FILE *out, const char *msg);
 /* The run's breakdown in milliseconds, -1 for a phase never reached. */
 struct event_timings {
-	double vmm_setup, guest_init, agent_ready, command_start, command_end, teardown, total;
+	double vmm_setup, first_run, guest_init, agent_ready, command_start, command_end, teardown,
+	       total;
+	bool restored;             /* from a snapshot: guest_init does not apply */
 };
 void event_timings(FILE *out, const struct event_timings *t);
 

@@ -1,12 +1,16 @@
 /* run.c - mayfly run: a fresh VM per command, driven through its guest agent in the same process; mayfly exec and cp for a running VM. */
 #include "agent/run.h"
 #include "agent/events.h"
+#include "agent/snapcache.h"
+#include "agent/snapshot_cmd.h"
+#include "agent/vm_agent.h"
 #include "agent/session.h"
 #include "agent/term.h"
 #include "agent/transfer.h"
 #include "clock.h"
 #include "guest_files.h"
 #include "log.h"
+#include "restore.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -21,26 +25,22 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define RUN_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
-#define RUN_INIT_WAIT_S    20   /* how long the boot timer alone is waited for */
 #define RUN_AGENT_GRACE_S  10   /* past --timeout, for the agent's own EXIT to arrive */
 #define NS                 1000000000ULL
 
 /* What the agent thread of mayfly run shares with the main thread. */
 struct run_ctx {
-	struct vm *vm;
+	struct vm_agent va;
 	const struct run_opts *o;
-	uint64_t start_ns;
-	int cancel_fd;                /* eventfd: the VM ended; every agent wait gives up */
 	int sigs[2];                  /* pipe: signals for the command */
 	_Atomic bool running;         /* the command is running: signals go to it */
 	_Atomic bool forwarded;       /* one signal was passed on; the next ends the VM */
-	bool done;                    /* the command ran to an answer (read after join) */
 	int stdin_fd;
 	struct term term;
 	struct exec_result res;
-	uint64_t ready_ns;
-	struct agent_client client;
+	struct snapshot snap;         /* restoring: the snapshot loaded */
+	bool restoring;
+	struct vm_config restored;    /* its config, with this run's own fields */
 };
 
 static double ms_since(uint64_t from, uint64_t to)
@@ -48,22 +48,26 @@ static double ms_since(uint64_t from, uint64_t to)
 	return from && to ? (double)(to - from) / 1e6 : -1;
 }
 
-static void timing_line(const struct run_ctx *ctx, uint64_t built_ns, uint64_t end_ns)
+static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 {
+	const struct vm_agent *va = &ctx->va;
 	struct event_timings t = {
-		.vmm_setup = ms_since(ctx->start_ns, built_ns),
-		.guest_init = (double)vm_guest_init_us(ctx->vm) / 1000,
-		.agent_ready = ms_since(ctx->start_ns, ctx->ready_ns),
-		.command_start = ms_since(ctx->start_ns, ctx->res.started_ns),
-		.command_end = ms_since(ctx->start_ns, ctx->res.ended_ns),
+		.vmm_setup = ms_since(va->start_ns, va->built_ns),
+		.first_run = ms_since(va->start_ns, atomic_load(&va->vm.first_run_ns)),
+		.guest_init = ctx->restoring ? -1 : (double)vm_guest_init_us(&va->vm) / 1000,
+		.agent_ready = ms_since(va->start_ns, va->ready_ns),
+		.command_start = ms_since(va->start_ns, ctx->res.started_ns),
+		.command_end = ms_since(va->start_ns, ctx->res.ended_ns),
 		.teardown = ms_since(ctx->res.ended_ns, end_ns),
-		.total = ms_since(ctx->start_ns, end_ns),
+		.total = ms_since(va->start_ns, end_ns),
+		.restored = ctx->restoring,
 	};
 
-	log_info("timing: vmm setup %.1f ms, guest init at %.1f ms, agent ready at %.1f ms, "
-		 "command started at %.1f ms, ended at %.1f ms, teardown %.1f ms, total %.1f ms",
-		 t.vmm_setup, t.guest_init, t.agent_ready, t.command_start, t.command_end,
-		 t.teardown, t.total);
+	log_info("timing (%s): vmm setup %.1f ms, first KVM_RUN at %.1f ms, guest init at %.1f ms, "
+		 "agent ready at %.1f ms, command started at %.1f ms, ended at %.1f ms, "
+		 "teardown %.1f ms, total %.1f ms", t.restored ? "restored" : "cold boot",
+		 t.vmm_setup, t.first_run, t.guest_init, t.agent_ready, t.command_start,
+		 t.command_end, t.teardown, t.total);
 	if (ctx->o->json)
 		event_timings(stdout, &t);
 }
@@ -125,66 +129,29 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 		spec->deadline_ns = clock_now_ns() + (o->timeout_s + RUN_AGENT_GRACE_S) * NS;
 }
 
-static int dial_vm(void *opaque)
+/* mayfly run's job, on the agent thread: files in, the command, files out. */
+static void run_job(struct vm_agent *va, void *opaque)
 {
-	return vm_connect_vsock(opaque);
-}
-
-/* No agent can answer before the guest's init has run (it writes the boot
- * timer first): knocking earlier only costs the booting guest a refused
- * connection every few milliseconds. A rootfs whose init never writes the
- * timer is tried anyway after a while. False when the VM ended. */
-static bool wait_guest_init(struct run_ctx *ctx)
-{
-	uint64_t patience = clock_now_ns() + RUN_INIT_WAIT_S * NS;
-
-	while (!vm_guest_init_us(ctx->vm) && clock_now_ns() < patience) {
-		struct pollfd p = { .fd = ctx->cancel_fd, .events = POLLIN };
-
-		if (poll(&p, 1, 1) > 0)
-			return false;
-	}
-	return true;
-}
-
-static void *run_agent_thread(void *arg)
-{
-	struct run_ctx *ctx = arg;
+	struct run_ctx *ctx = opaque;
 	const struct run_opts *o = ctx->o;
 	struct exec_spec spec;
-	const char *why = "";
-	int rc;
 
-	if (!wait_guest_init(ctx))
-		return NULL;
-	rc = agent_client_connect(&ctx->client, dial_vm, ctx->vm, PROTO_AGENT_PORT,
-				  ctx->start_ns + RUN_BOOT_TIMEOUT_S * NS, ctx->cancel_fd, &why);
-	if (rc) {
-		if (rc != -ECANCELED)
-			vm_stop(ctx->vm, RUN_EXIT_AGENT, "%s", why);
-		return NULL;
-	}
-	ctx->ready_ns = clock_now_ns();
-	log_info("guest agent ready after %.1f ms", ms_since(ctx->start_ns, ctx->ready_ns));
+	(void)va;
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (copy_files(&ctx->client, o, true, &ctx->res)) {
-		spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
-		atomic_store(&ctx->running, true);
-		session_exec(&ctx->client, &spec, &ctx->res);
-		atomic_store(&ctx->running, false);
-		if (ctx->res.ended_ns && o->nget) {
-			struct exec_result got = ctx->res;
+	if (!copy_files(&ctx->va.client, o, true, &ctx->res))
+		return;
+	spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
+	atomic_store(&ctx->running, true);
+	session_exec(&ctx->va.client, &spec, &ctx->res);
+	atomic_store(&ctx->running, false);
+	if (ctx->res.ended_ns && o->nget) {
+		struct exec_result got = ctx->res;
 
-			if (!copy_files(&ctx->client, o, false, &got) && ctx->res.exit_code == 0) {
-				ctx->res.exit_code = got.exit_code;
-				memcpy(ctx->res.error, got.error, sizeof(got.error));
-			}
+		if (!copy_files(&ctx->va.client, o, false, &got) && ctx->res.exit_code == 0) {
+			ctx->res.exit_code = got.exit_code;
+			memcpy(ctx->res.error, got.error, sizeof(got.error));
 		}
 	}
-	ctx->done = true;
-	/* Nothing in the VM is worth keeping: end it now, no guest shutdown. */
-	vm_stop(ctx->vm, 0, "command finished");
-	return NULL;
 }
 
 /* vm_run's signal hook: the first SIGINT/SIGTERM/SIGHUP while the command
@@ -226,81 +193,67 @@ static void report_failure(const struct run_opts *o, const char *msg)
 	log_say("%s", msg);
 }
 
-/* mayfly run's VM: the front end's config, plus its rootfs and an
- * in-process vsock device. */
-static int run_config(struct vm_config *vm, int verbose)
+/* The VM to run the command in: the one --snapshot names, else the
+ * default snapshot (made on first use), or with --cold (or a --disk, which
+ * no default snapshot has) a cold boot. 0 or the exit code after one line. */
+static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_config **cfg)
 {
-	char err[256];
+	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
+	char dir[CONFIG_PATH_MAX];
+	const char *why = "";
+	int code = snapshot_vm_config(&c->vm, c->verbose);
 
-	if (!vm->rootfs[0] && guest_files_find("rootfs.ext4", vm->rootfs, sizeof(vm->rootfs))) {
-		vm->rootfs[0] = '\0';
-		log_say("no --rootfs given and no default rootfs.ext4 found "
-			"(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+	*cfg = &c->vm;
+	if (code || c->cold || (c->vm.nr_disks && !c->snapshot))
+		return code;
+	if (c->snapshot) {
+		snprintf(dir, sizeof(dir), "%s", c->snapshot);
+	} else {
+		code = snapcache_get(&c->vm, dir, sizeof(dir), c->verbose);
+		if (code)
+			return code < 0 ? 0 : code;
+	}
+	if (restore_prepare(&ctx->snap, dir, &c->vm, &given, &ctx->restored, &why)) {
+		log_say("cannot restore '%s': %s", dir, why);
 		return RUN_EXIT_MAYFLY;
 	}
-	vm->vsock = true;
-	vm->vsock_path[0] = '\0';
-	vm->console_out = verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
-	if (guest_files_resolve(vm, err, sizeof(err))) {
-		log_say("%s", err);
-		return RUN_EXIT_MAYFLY;
-	}
+	ctx->restoring = true;
+	*cfg = &ctx->restored;
 	return 0;
 }
 
 static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 {
-	struct vm vm;
-	pthread_t thread;
-	sigset_t set, old;
-	uint64_t built_ns;
-	uint64_t one = 1;
-	int code, rc;
+	const struct vm_config *cfg;
+	int code;
 
 	ctx->o = &c->run;
-	ctx->start_ns = start_ns;
-	ctx->vm = &vm;
-	ctx->client.fd = -1;
 	log_init(c->vm.id, c->vm.log_level);
-	rc = vm_build(&vm, &c->vm, start_ns);
-	built_ns = clock_now_ns();
-	if (rc) {
-		vm_destroy(&vm);
-		return RUN_EXIT_MAYFLY;   /* vm_build logged why */
-	}
-	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	if (pthread_create(&thread, NULL, run_agent_thread, ctx)) {
-		report_failure(ctx->o, "cannot start the agent thread");
-		vm_destroy(&vm);
-		return RUN_EXIT_MAYFLY;
-	}
-	vm_set_signal_hook(&vm, run_signal_hook, ctx);
-	code = vm_run(&vm);
-	/* Every wait of the agent thread ends now, whatever it waits for. */
-	if (write(ctx->cancel_fd, &one, sizeof(one)) < 0)
-		log_warn("cannot stop the agent thread: %s", strerror(errno));
-	pthread_join(thread, NULL);
-	agent_client_close(&ctx->client);
-	vm_destroy(&vm);
+	code = run_choose_vm(ctx, c, &cfg);
+	if (code)
+		return code;
+	ctx->va.job = run_job;
+	ctx->va.opaque = ctx;
+	ctx->va.signal_hook = run_signal_hook;
+	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
+	vm_agent_destroy(&ctx->va);
 	term_close(&ctx->term);
+	if (ctx->restoring)
+		snapshot_free(&ctx->snap);
 
-	if (ctx->done) {
+	if (ctx->va.job_done) {
 		code = ctx->res.exit_code;
 		if (ctx->res.error[0])
 			report_failure(ctx->o, ctx->res.error);
 	} else {
 		char msg[300];
 
-		snprintf(msg, sizeof(msg), "the VM ended before the command did: %s", vm.exit_reason);
+		snprintf(msg, sizeof(msg), "the VM ended before the command did: %s",
+			 ctx->va.vm.exit_reason[0] ? ctx->va.vm.exit_reason : "it could not be built");
 		report_failure(ctx->o, msg);
 		code = code >= 128 ? code : code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 	}
-	timing_line(ctx, built_ns, clock_now_ns());
+	timing_line(ctx, clock_now_ns());
 	return code;
 }
 
@@ -311,18 +264,15 @@ int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns)
 
 	if (code >= 0)
 		return code;
-	code = run_config(&c->vm, c->verbose);
-	if (code)
-		return code;
 	ctx = calloc(1, sizeof(*ctx));   /* large: the client's frame buffers */
 	if (!ctx) {
 		log_say("out of memory");
 		return RUN_EXIT_MAYFLY;
 	}
 	ctx->sigs[0] = ctx->sigs[1] = -1;
-	ctx->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ctx->va.cancel_fd = -1;
 	ctx->stdin_fd = open_stdin(&c->run);
-	if (ctx->cancel_fd < 0 || pipe2(ctx->sigs, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (pipe2(ctx->sigs, O_CLOEXEC | O_NONBLOCK) < 0) {
 		log_say("cannot create a pipe: %s", strerror(errno));
 		code = RUN_EXIT_MAYFLY;
 	} else if (ctx->stdin_fd == -2) {
@@ -342,8 +292,6 @@ int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	for (int i = 0; i < 2; i++)
 		if (ctx->sigs[i] >= 0)
 			close(ctx->sigs[i]);
-	if (ctx->cancel_fd >= 0)
-		close(ctx->cancel_fd);
 	free(ctx);
 	return code;
 }
@@ -354,7 +302,7 @@ static int connect_running(struct agent_client *c, const struct run_opts *o, int
 {
 	const char *why = "";
 	int rc = agent_client_connect(c, agent_dial_unix, (void *)o->vsock, PROTO_AGENT_PORT,
-				      clock_now_ns() + RUN_BOOT_TIMEOUT_S * NS, cancel_fd, &why);
+				      clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS, cancel_fd, &why);
 
 	if (rc)
 		log_say("%s: %s (%s)", o->vsock, why, strerror(-rc));

@@ -1,0 +1,121 @@
+/* snapcache.c - mayfly run's default snapshot: keyed by content, made once (under a lock), reused after. */
+#include "agent/snapcache.h"
+#include "agent/session.h"
+#include "agent/snapshot_cmd.h"
+#include "clock.h"
+#include "image_id.h"
+#include "log.h"
+#include "vm_snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sha2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KEY_CHARS 32   /* 128 bits of the sha256: names, not secrets */
+
+static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **why)
+{
+	struct image_id self, kernel, rootfs;
+	uint8_t digest[IMAGE_HASH_LEN];
+	char hex[2 * IMAGE_HASH_LEN + 1];
+	uint64_t nums[3] = { SNAP_FORMAT_VERSION, cfg->mem_mib, cfg->cpus };
+	SHA2_CTX ctx;
+	int rc = image_id_get("/proc/self/exe", &self, why);
+
+	if (!rc)
+		rc = image_id_get(cfg->kernel, &kernel, why);
+	if (!rc)
+		rc = image_id_get(cfg->rootfs, &rootfs, why);
+	if (rc)
+		return rc;
+	SHA256Init(&ctx);
+	SHA256Update(&ctx, (const uint8_t *)"mayfly run default snapshot", 27);
+	SHA256Update(&ctx, (const uint8_t *)nums, sizeof(nums));
+	SHA256Update(&ctx, self.sha256, IMAGE_HASH_LEN);
+	SHA256Update(&ctx, kernel.sha256, IMAGE_HASH_LEN);
+	SHA256Update(&ctx, rootfs.sha256, IMAGE_HASH_LEN);
+	SHA256Final(digest, &ctx);
+	image_hash_hex(digest, hex);
+	memcpy(key, hex, KEY_CHARS);
+	key[KEY_CHARS] = '\0';
+	return 0;
+}
+
+static bool present(const char *dir)
+{
+	char path[CONFIG_PATH_MAX + 64];
+
+	return !snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)) && access(path, R_OK) == 0;
+}
+
+static int mkdirs(const char *path)
+{
+	char buf[CONFIG_PATH_MAX + 64];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose)
+{
+	char cache[CONFIG_PATH_MAX], key[KEY_CHARS + 1], lock[CONFIG_PATH_MAX + 64];
+	const char *why = "";
+	uint64_t t0;
+	int fd, rc, code;
+
+	if (image_cache_dir(cache, sizeof(cache))) {
+		log_warn("no cache directory ($MAYFLY_CACHE, $XDG_CACHE_HOME and $HOME unset): "
+			 "booting cold");
+		return -1;
+	}
+	if (cache_key(cfg, key, &why)) {
+		log_say("cannot name the default snapshot: %s (use --cold or --snapshot DIR)", why);
+		return RUN_EXIT_MAYFLY;
+	}
+	if (snprintf(dir, len, "%s/snapshots/%s", cache, key) >= (int)len ||
+	    snprintf(lock, sizeof(lock), "%s/snapshots/.lock", cache) >= (int)sizeof(lock)) {
+		log_say("the cache directory's path is too long");
+		return RUN_EXIT_MAYFLY;
+	}
+	if (present(dir))
+		return 0;
+	snprintf(lock, sizeof(lock), "%s/snapshots", cache);
+	rc = mkdirs(lock);
+	snprintf(lock, sizeof(lock), "%s/snapshots/.lock", cache);
+	fd = rc ? -1 : open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_say("cannot use the snapshot cache '%s/snapshots': %s", cache,
+			strerror(rc ? -rc : errno));
+		return RUN_EXIT_MAYFLY;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		log_say("waiting for another mayfly to finish the default snapshot");
+		flock(fd, LOCK_EX);
+	}
+	code = 0;
+	if (!present(dir)) {
+		log_say("making the default snapshot for this kernel and root image, once "
+			"(a cold boot; later runs restore it; --cold skips it)");
+		t0 = clock_now_ns();
+		code = snapshot_make(cfg, NULL, 0, dir, t0, verbose > 0);
+		if (!code)
+			log_say("default snapshot ready in %.1f s: %s", (double)(clock_now_ns() - t0) / 1e9,
+				dir);
+	}
+	close(fd);   /* the lock goes with it */
+	return code ? RUN_EXIT_MAYFLY : 0;
+}

@@ -1,0 +1,200 @@
+/* snapshot_cmd.c - mayfly snapshot create: boot, run the setup commands through the agent, quiesce it, save the VM. */
+#include "agent/snapshot_cmd.h"
+#include "agent/session.h"
+#include "agent/vm_agent.h"
+#include "clock.h"
+#include "guest_files.h"
+#include "log.h"
+#include "vm_devices.h"
+#include "vm_snapshot.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define QUIESCE_WAIT_S 30
+#define IDLE_WAIT_S    5
+#define NS             1000000000ULL
+
+struct make_ctx {
+	struct vm_agent va;
+	char *const *setups;
+	int nsetup;
+	const char *out;
+	bool show_output;           /* the setup commands' output to our stderr */
+	int code;                   /* what the job ended with */
+	char error[320];
+	struct snapshot_stats stats;
+};
+
+static void make_fail(struct make_ctx *m, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void make_fail(struct make_ctx *m, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->error, sizeof(m->error), fmt, ap);
+	va_end(ap);
+	m->code = code;
+}
+
+/* QUIESCE: the agent syncs and closes every connection, ours last. */
+static int quiesce(struct agent_client *c, const char **why)
+{
+	uint64_t deadline = clock_now_ns() + QUIESCE_WAIT_S * NS;
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+	struct proto_frame f;
+	int rc, len;
+
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_QUIESCE, id);
+	len = proto_end(&w);
+	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline);
+	while (!rc) {
+		rc = agent_client_recv(c, &f, deadline);
+		if (rc == 1 && f.id == id && f.type == PROTO_OK)
+			break;
+		if (rc == 1 && f.id == id) {
+			*why = "the guest agent refused QUIESCE";
+			return -EPROTO;
+		}
+		rc = rc == 1 ? 0 : rc ? rc : -ETIMEDOUT;
+	}
+	if (rc) {
+		*why = "the guest agent did not answer QUIESCE";
+		return rc;
+	}
+	/* Then its end of the connection closes: nothing is in flight. */
+	do
+		rc = agent_client_recv(c, &f, deadline);
+	while (rc == 1);
+	if (rc != -EPIPE) {
+		*why = "the guest agent did not close its connections after QUIESCE";
+		return rc ? rc : -ETIMEDOUT;
+	}
+	agent_client_close(c);
+	return 0;
+}
+
+static void make_job(struct vm_agent *va, void *opaque)
+{
+	struct make_ctx *m = opaque;
+	const char *why = "";
+	int rc;
+
+	for (int i = 0; i < m->nsetup; i++) {
+		char *argv[] = { "/bin/sh", "-c", m->setups[i], NULL };
+		struct exec_result res;
+		struct exec_spec spec;
+
+		session_spec_init(&spec);
+		spec.argv = argv;
+		spec.argc = 3;
+		spec.out_fd = spec.err_fd = m->show_output ? STDERR_FILENO : -1;
+		log_say("setup %d/%d: %s", i + 1, m->nsetup, m->setups[i]);
+		session_exec(&va->client, &spec, &res);
+		if (res.error[0] || res.exit_code) {
+			make_fail(m, res.exit_code ? res.exit_code : RUN_EXIT_AGENT,
+				  "--setup %d (%.100s) failed: %s", i + 1, m->setups[i],
+				  res.error[0] ? res.error : "exit status not 0");
+			return;
+		}
+	}
+	rc = quiesce(&va->client, &why);
+	if (!rc)
+		rc = vm_devices_wait_idle(&va->vm, IDLE_WAIT_S * 1000, &why);
+	if (rc) {
+		make_fail(m, RUN_EXIT_AGENT, "%s", why);
+		return;
+	}
+	rc = vm_snapshot_save(&va->vm, m->out, &m->stats, &why);
+	if (rc) {
+		make_fail(m, RUN_EXIT_MAYFLY, "cannot save the snapshot: %s", why);
+		return;
+	}
+	m->code = 0;
+}
+
+int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
+		  uint64_t start_ns, bool show_output)
+{
+	struct make_ctx *m = calloc(1, sizeof(*m));   /* large: the client's buffers */
+	int code;
+
+	if (!m) {
+		log_say("out of memory");
+		return RUN_EXIT_MAYFLY;
+	}
+	m->va.cancel_fd = -1;
+	m->va.job = make_job;
+	m->va.opaque = m;
+	m->setups = setups;
+	m->nsetup = nsetup;
+	m->out = out;
+	m->show_output = show_output;
+	m->code = RUN_EXIT_MAYFLY;
+	code = vm_agent_run(&m->va, cfg, NULL, start_ns);
+	vm_agent_destroy(&m->va);
+	if (m->va.job_done && !m->code) {
+		log_info("snapshot in '%s': %llu KiB of memory, %llu KiB of disk overlay, %zu bytes "
+			 "of state; the guest was paused %.1f ms for it", out,
+			 (unsigned long long)m->stats.memory_bytes >> 10,
+			 (unsigned long long)m->stats.overlay_bytes >> 10, m->stats.state_bytes,
+			 (double)m->stats.pause_us / 1000);
+		code = 0;
+	} else {
+		if (m->va.job_done)
+			code = m->code;
+		else
+			code = code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
+		log_say("snapshot create: %s", m->error[0] ? m->error :
+			m->va.vm.exit_reason[0] ? m->va.vm.exit_reason : "the VM could not be built");
+	}
+	free(m);
+	return code;
+}
+
+/* The VM a snapshot is made of: cli's config, its rootfs (the default
+ * guest's when none is given) and an in-process vsock device. */
+int snapshot_vm_config(struct vm_config *vm, int verbose)
+{
+	char err[256];
+
+	if (!vm->rootfs[0] && guest_files_find("rootfs.ext4", vm->rootfs, sizeof(vm->rootfs))) {
+		vm->rootfs[0] = '\0';
+		log_say("no --rootfs given and no default rootfs.ext4 found "
+			"(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+		return RUN_EXIT_MAYFLY;
+	}
+	vm->vsock = true;
+	vm->vsock_path[0] = '\0';
+	vm->console_out = verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
+	if (guest_files_resolve(vm, err, sizeof(err))) {
+		log_say("%s", err);
+		return RUN_EXIT_MAYFLY;
+	}
+	return 0;
+}
+
+int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns)
+{
+	int code;
+
+	if (argc < 2 || strcmp(argv[1], "create")) {
+		log_say("usage: mayfly snapshot create [options] --out DIR (see mayfly snapshot "
+			"create --help)");
+		return RUN_EXIT_MAYFLY;
+	}
+	code = cli_parse_or_exit(c, CLI_SNAPSHOT, argc - 1, argv + 1, RUN_EXIT_MAYFLY);
+	if (code >= 0)
+		return code;
+	code = snapshot_vm_config(&c->vm, c->verbose);
+	if (code)
+		return code;
+	log_init(c->vm.id, c->vm.log_level);
+	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true);
+}

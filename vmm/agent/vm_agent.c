@@ -1,0 +1,169 @@
+/* vm_agent.c - a VM in this process, driven through its guest agent by a job on a second thread. */
+#include "agent/vm_agent.h"
+#include "agent/session.h"
+#include "clock.h"
+#include "exitcode.h"
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INIT_WAIT_S   20     /* how long the boot timer alone is waited for */
+#define FRESHEN_WAIT_S 10
+#define SEED_BYTES    32
+#define NS            1000000000ULL
+
+static int dial_vm(void *opaque)
+{
+	return vm_connect_vsock(opaque);
+}
+
+/* No agent can answer before the guest's init has run (it writes the boot
+ * timer first): knocking earlier only costs the booting guest a refused
+ * connection every few milliseconds. A rootfs whose init never writes the
+ * timer is tried anyway after a while. A restored guest's timer counts as
+ * fired. False when the VM ended. */
+static bool wait_guest_init(struct vm_agent *va)
+{
+	uint64_t patience = clock_now_ns() + INIT_WAIT_S * NS;
+
+	while (!vm_guest_init_us(&va->vm) && clock_now_ns() < patience) {
+		struct pollfd p = { .fd = va->cancel_fd, .events = POLLIN };
+
+		if (poll(&p, 1, 1) > 0)
+			return false;
+	}
+	return true;
+}
+
+int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **why)
+{
+	uint8_t seed[SEED_BYTES];
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+	struct proto_frame f;
+	struct timespec now;
+	static _Thread_local char msg[160];
+	int rc, len;
+
+	/* getrandom without flags: the host's pool is long since initialised. */
+	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed)) {
+		*why = "getrandom failed";
+		return -EIO;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FRESHEN, id);
+	proto_put_u64(&w, (uint64_t)now.tv_sec * NS + (uint64_t)now.tv_nsec);
+	proto_put_bytes(&w, seed, sizeof(seed));
+	len = proto_end(&w);
+	explicit_bzero(seed, sizeof(seed));
+	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
+	while (!rc) {
+		rc = agent_client_recv(c, &f, deadline_ns);
+		if (rc <= 0) {
+			rc = rc ? rc : -ETIMEDOUT;
+			break;
+		}
+		rc = 0;
+		if (f.id != id)
+			continue;
+		if (f.type == PROTO_OK)
+			return 0;
+		if (f.type != PROTO_ERROR) {
+			*why = "the guest agent answered FRESHEN with something else";
+			return -EPROTO;
+		}
+		rc = agent_client_error(&f, msg, sizeof(msg));
+		*why = msg;
+		return rc;
+	}
+	*why = rc == -ETIMEDOUT ? "the guest agent did not answer FRESHEN in time" :
+	       "lost the guest agent during FRESHEN";
+	return rc;
+}
+
+static void *agent_thread(void *arg)
+{
+	struct vm_agent *va = arg;
+	const char *why = "";
+	int rc;
+
+	if (!wait_guest_init(va))
+		return NULL;
+	rc = agent_client_connect(&va->client, dial_vm, &va->vm, PROTO_AGENT_PORT,
+				  va->start_ns + VM_AGENT_BOOT_TIMEOUT_S * NS, va->cancel_fd, &why);
+	if (!rc && va->vm.snap)
+		rc = vm_agent_freshen(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
+	if (rc) {
+		if (rc != -ECANCELED)
+			vm_stop(&va->vm, RUN_EXIT_AGENT, "%s", why);
+		return NULL;
+	}
+	va->ready_ns = clock_now_ns();
+	log_info("guest agent ready after %.1f ms", (double)(va->ready_ns - va->start_ns) / 1e6);
+	if (!va->job) {
+		agent_client_close(&va->client);   /* freshened: the VM is the user's now */
+		return NULL;
+	}
+	va->job(va, va->opaque);
+	va->job_done = true;
+	/* Nothing in the VM is worth keeping: end it now, no guest shutdown. */
+	if (!va->keep_running)
+		vm_stop(&va->vm, 0, "job finished");
+	return NULL;
+}
+
+int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct snapshot *snap,
+		 uint64_t start_ns)
+{
+	pthread_t thread;
+	sigset_t set;
+	uint64_t one = 1;
+	int code;
+
+	va->start_ns = start_ns;
+	va->client.fd = -1;
+	code = vm_build(&va->vm, cfg, snap, start_ns);
+	va->built_ns = clock_now_ns();
+	if (code)
+		return code;
+	va->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (va->cancel_fd < 0) {
+		log_error("cannot create an eventfd: %s", strerror(errno));
+		return EXIT_INTERNAL;
+	}
+	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pthread_create(&thread, NULL, agent_thread, va)) {
+		log_error("cannot start the agent thread");
+		return EXIT_INTERNAL;
+	}
+	if (va->signal_hook)
+		vm_set_signal_hook(&va->vm, va->signal_hook, va->opaque);
+	code = vm_run(&va->vm);
+	/* Every wait of the agent thread ends now, whatever it waits for. */
+	if (write(va->cancel_fd, &one, sizeof(one)) < 0)
+		log_warn("cannot stop the agent thread: %s", strerror(errno));
+	pthread_join(thread, NULL);
+	return code;
+}
+
+void vm_agent_destroy(struct vm_agent *va)
+{
+	agent_client_close(&va->client);
+	vm_destroy(&va->vm);
+	if (va->cancel_fd >= 0)
+		close(va->cancel_fd);
+	va->cancel_fd = -1;
+}

@@ -1,0 +1,50 @@
+/* vm_agent.h - a VM in this process, driven through its guest agent by a job on a second thread: mayfly run, snapshot create, a restored VM's freshening. */
+#ifndef MAYFLY_AGENT_VM_AGENT_H
+#define MAYFLY_AGENT_VM_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/client.h"
+#include "vm.h"
+
+#define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
+
+struct vm_agent;
+
+/* Runs on the agent thread once the agent answered (and, restored, took
+ * FRESHEN). When it returns the VM is stopped, unless keep_running. */
+typedef void (*vm_agent_job)(struct vm_agent *va, void *opaque);
+
+struct vm_agent {
+	struct vm vm;
+	uint64_t start_ns;            /* process start (CLOCK_MONOTONIC) */
+	uint64_t built_ns;            /* vm_build returned */
+	uint64_t ready_ns;            /* the agent answered; 0 if never */
+	int cancel_fd;                /* eventfd: the VM ended; every agent wait gives up */
+	struct agent_client client;
+	vm_agent_job job;             /* NULL: only connect (and freshen), then let go */
+	void *opaque;
+	bool keep_running;            /* the job's end does not end the VM */
+	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
+	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
+};
+
+/* Build the VM (cold, or from snap when not NULL), run it on this thread
+ * and the job on the agent thread, wait for both. Returns vm_build's code
+ * when the build failed (nothing left running), else vm_run's. The
+ * client stays open until vm_agent_destroy. va->job, opaque, keep_running
+ * and signal_hook are set by the caller before. */
+/* Set va->cancel_fd to -1 before the first call. */
+int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct snapshot *snap,
+		 uint64_t start_ns);
+
+/* Close the client and free the VM. */
+void vm_agent_destroy(struct vm_agent *va);
+
+/* A restored guest takes the host's wall clock and 32 fresh random bytes
+ * before anything else (two VMs from one snapshot must not share a clock
+ * offset or a random sequence). 0 or -errno with *why. */
+int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **why);
+
+#endif

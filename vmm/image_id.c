@@ -1,0 +1,197 @@
+/* image_id.c - the content identity of a file: sha256 (libmd), remembered in the cache by its stat identity. */
+#include "image_id.h"
+#include "atomic_file.h"
+#include "snapshot/codec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HASH_CHUNK (1 << 20)
+
+int image_cache_dir(char *out, size_t len)
+{
+	const char *env = getenv("MAYFLY_CACHE"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env && *env)
+		n = snprintf(out, len, "%s", env);
+	else if (xdg && *xdg)
+		n = snprintf(out, len, "%s/mayfly", xdg);
+	else if (home && *home)
+		n = snprintf(out, len, "%s/.cache/mayfly", home);
+	else
+		return -ENOENT;
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+void image_hash_hex(const uint8_t sha256[IMAGE_HASH_LEN], char out[2 * IMAGE_HASH_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
+		out[2 * i] = hex[sha256[i] >> 4];
+		out[2 * i + 1] = hex[sha256[i] & 15];
+	}
+	out[2 * IMAGE_HASH_LEN] = '\0';
+}
+
+static void fill_stat(struct image_id *id, const struct stat *st)
+{
+	id->dev = (uint64_t)st->st_dev;
+	id->ino = (uint64_t)st->st_ino;
+	id->size = (uint64_t)st->st_size;
+	id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	id->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+bool image_id_same_file(const struct image_id *id, const struct stat *st)
+{
+	struct image_id now;
+
+	fill_stat(&now, st);
+	return now.dev == id->dev && now.ino == id->ino && now.size == id->size &&
+	       now.mtime_ns == id->mtime_ns && now.ctime_ns == id->ctime_ns;
+}
+
+/* <cache>/hashes/<dev>-<ino>-<size>-<mtime>-<ctime>. */
+static int memo_path(const struct image_id *id, char *out, size_t len)
+{
+	char dir[4096];
+	int n;
+
+	if (image_cache_dir(dir, sizeof(dir)))
+		return -ENOENT;
+	n = snprintf(out, len, "%s/hashes/%llx-%llx-%llx-%llx-%llx", dir,
+		     (unsigned long long)id->dev, (unsigned long long)id->ino,
+		     (unsigned long long)id->size, (unsigned long long)id->mtime_ns,
+		     (unsigned long long)id->ctime_ns);
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static int unhex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static bool memo_read(const char *path, uint8_t sha[IMAGE_HASH_LEN])
+{
+	char text[2 * IMAGE_HASH_LEN + 2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, text, sizeof(text));
+	close(fd);
+	if (n != 2 * IMAGE_HASH_LEN + 1 || text[2 * IMAGE_HASH_LEN] != '\n')
+		return false;
+	for (int i = 0; i < IMAGE_HASH_LEN; i++) {
+		int hi = unhex(text[2 * i]), lo = unhex(text[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		sha[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/* Best effort: a cache that cannot be written only costs a later re-hash. */
+static void memo_write(const char *path, const uint8_t sha[IMAGE_HASH_LEN])
+{
+	char text[2 * IMAGE_HASH_LEN + 2], dir[4200];
+	struct atomic_file f;
+	char *slash;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	image_hash_hex(sha, text);
+	text[2 * IMAGE_HASH_LEN] = '\n';
+	if (atomic_file_open(&f, path))
+		return;
+	if (write(f.fd, text, 2 * IMAGE_HASH_LEN + 1) != 2 * IMAGE_HASH_LEN + 1 ||
+	    atomic_file_commit(&f))
+		atomic_file_abort(&f);
+}
+
+static int hash_fd(int fd, uint8_t sha[IMAGE_HASH_LEN])
+{
+	uint8_t *buf = malloc(HASH_CHUNK);
+	SHA2_CTX ctx;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	SHA256Init(&ctx);
+	while ((n = read(fd, buf, HASH_CHUNK)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -errno;
+		}
+		SHA256Update(&ctx, buf, (size_t)n);
+	}
+	SHA256Final(sha, &ctx);
+	free(buf);
+	return 0;
+}
+
+int image_id_get(const char *path, struct image_id *id, const char **why)
+{
+	char memo[4200];
+	struct stat st;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return snap_why(why, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = fstat(fd, &st) < 0 ? -errno : -EINVAL;
+		close(fd);
+		return snap_why(why, rc, "'%s' is not a regular file", path);
+	}
+	memset(id, 0, sizeof(*id));
+	fill_stat(id, &st);
+	if (!memo_path(id, memo, sizeof(memo)) && memo_read(memo, id->sha256)) {
+		close(fd);
+		return 0;
+	}
+	rc = hash_fd(fd, id->sha256);
+	/* The file changed while it was read: this hash names nothing. */
+	if (!rc && (fstat(fd, &st) < 0 || !image_id_same_file(id, &st)))
+		rc = -EAGAIN;
+	close(fd);
+	if (rc)
+		return snap_why(why, rc, "cannot hash '%s': %s", path,
+				rc == -EAGAIN ? "it changed while being read" : strerror(-rc));
+	if (!memo_path(id, memo, sizeof(memo)))
+		memo_write(memo, id->sha256);
+	return 0;
+}
+
+int image_id_check(const char *path, const struct image_id *id, const char **why)
+{
+	struct image_id now;
+	struct stat st;
+	int rc;
+
+	if (stat(path, &st) == 0 && image_id_same_file(id, &st))
+		return 0;
+	rc = image_id_get(path, &now, why);
+	if (rc)
+		return rc;
+	return memcmp(now.sha256, id->sha256, IMAGE_HASH_LEN) ? -ESTALE : 0;
+}

@@ -1,0 +1,176 @@
+/* vm_devices.c - a VM's devices in a snapshot: one section each, the root's overlay as a file, a quiet vsock before saving. */
+#include "vm_devices.h"
+#include "vm.h"
+#include "vm_snapshot.h"
+#include "snapshot/codec.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Sections (0x10-0xfff are the VMM's; vm_snapshot.h has the rest). A
+ * device's number follows from the builder's order, which a restore
+ * repeats from the same config. */
+enum {
+	SEC_SERIAL = 0x20,
+	SEC_I8042 = 0x21,
+	SEC_BOOT_TIMER = 0x22,
+	SEC_VIRTIO_BASE = 0x100,     /* + virtio-mmio slot: the transport and its device */
+	SEC_OVERLAY_BASE = 0x200,    /* + disk index: a copy-on-write disk's dirty bitmap */
+};
+
+static int add(struct snap_writer *w, uint32_t type, struct snap_out *o, const char **why)
+{
+	int rc = o->err ? o->err : snap_writer_add(w, type, o->data, o->len);
+
+	snap_out_free(o);
+	return rc ? snap_why(why, rc, "cannot add state section 0x%x", type) : 0;
+}
+
+static int overlay_path(const char *dir, const char *name, char *out, size_t len)
+{
+	char file[32];
+
+	snprintf(file, sizeof(file), SNAPSHOT_OVERLAY_FMT, name);
+	return snapshot_path(dir, file, out, len);
+}
+
+static int save_disks(struct vm *vm, const char *dir, struct snap_writer *w,
+		      struct snapshot_files *files, uint64_t *overlay_bytes, const char **why)
+{
+	for (unsigned i = 0; i < vm->nr_blks; i++) {
+		const struct disk *d = &vm->blks[i].disk;
+		char path[CONFIG_PATH_MAX + 64];
+		struct snap_out o;
+		struct stat st;
+		int rc = disk_check_snapshot(d, why);
+
+		if (rc)
+			return rc;
+		if (!disk_is_cow(d))
+			continue;
+		/* Only the root (vda) is copy-on-write: one overlay file. */
+		if (i != 0 || files->has_overlay)
+			return snap_why(why, -ENOTSUP, "a copy-on-write disk other than the root");
+		rc = overlay_path(dir, vm->blks[i].mmio.name, path, sizeof(path));
+		snap_out_init(&o);
+		if (!rc)
+			rc = disk_cow_save(d, path, &o, why);
+		if (!rc)
+			rc = add(w, SEC_OVERLAY_BASE + i, &o, why);
+		else
+			snap_out_free(&o);
+		if (!rc)
+			rc = image_id_get(path, &files->overlay, why);
+		if (rc)
+			return rc;
+		files->has_overlay = true;
+		if (stat(path, &st) == 0)
+			*overlay_bytes += (uint64_t)st.st_blocks * 512;
+	}
+	return 0;
+}
+
+int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
+		    struct snapshot_files *files, uint64_t *overlay_bytes, const char **why)
+{
+	struct snap_out o;
+	int rc = save_disks(vm, dir, w, files, overlay_bytes, why);
+
+	for (unsigned i = 0; !rc && i < vm->nr_virtio; i++) {
+		snap_out_init(&o);
+		rc = virtio_mmio_save(vm->virtio[i], &o, why);
+		if (!rc)
+			rc = add(w, SEC_VIRTIO_BASE + i, &o, why);
+		else
+			snap_out_free(&o);
+	}
+	if (rc)
+		return rc;
+	snap_out_init(&o);
+	serial_save(&vm->serial, &o);
+	rc = add(w, SEC_SERIAL, &o, why);
+	snap_out_init(&o);
+	i8042_save(&vm->i8042, &o);
+	if (!rc)
+		rc = add(w, SEC_I8042, &o, why);
+	else
+		snap_out_free(&o);
+	snap_out_init(&o);
+	boot_timer_save(&vm->boot_timer, &o);
+	if (!rc)
+		rc = add(w, SEC_BOOT_TIMER, &o, why);
+	else
+		snap_out_free(&o);
+	return rc;
+}
+
+/* A section the restore needs. */
+static const struct snap_section *need(const struct snapshot *s, uint32_t type, const char *what,
+				       const char **why)
+{
+	const struct snap_section *sec = snap_find(s->file, type);
+
+	if (!sec)
+		snap_why(why, -EBADMSG, "snapshot state has no %s section", what);
+	return sec;
+}
+
+int vm_devices_restore(struct vm *vm, const struct snapshot *s, const char **why)
+{
+	const struct snap_section *sec;
+	int rc;
+
+	for (unsigned i = 0; i < vm->nr_virtio; i++) {
+		sec = need(s, SEC_VIRTIO_BASE + i, vm->virtio[i]->name, why);
+		if (!sec)
+			return -EBADMSG;
+		rc = virtio_mmio_restore(vm->virtio[i], sec->data, sec->len, why);
+		if (rc)
+			return rc;
+	}
+	if (snap_find(s->file, SEC_VIRTIO_BASE + vm->nr_virtio))
+		return snap_why(why, -EBADMSG, "the snapshot's VM had more virtio devices");
+	if (!(sec = need(s, SEC_SERIAL, "serial", why)) ||
+	    (rc = serial_restore(&vm->serial, sec->data, sec->len, why)))
+		return sec ? rc : -EBADMSG;
+	if (!(sec = need(s, SEC_I8042, "i8042", why)) ||
+	    (rc = i8042_restore(&vm->i8042, sec->data, sec->len, why)))
+		return sec ? rc : -EBADMSG;
+	if (!(sec = need(s, SEC_BOOT_TIMER, "boot timer", why)) ||
+	    (rc = boot_timer_restore(&vm->boot_timer, sec->data, sec->len, why)))
+		return sec ? rc : -EBADMSG;
+	return 0;
+}
+
+void vm_devices_resume(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_virtio; i++)
+		virtio_mmio_resume(vm->virtio[i]);
+}
+
+int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char *base,
+			const char *name, const char **why)
+{
+	const struct snap_section *sec = snap_find(s->file, SEC_OVERLAY_BASE + 0);
+	char path[CONFIG_PATH_MAX + 64];
+
+	if (!sec)
+		return snap_why(why, -EBADMSG, "snapshot state has no overlay section for %s", name);
+	if (overlay_path(s->dir, name, path, sizeof(path)))
+		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	return disk_open_cow_restored(disk, base, path, sec->data, sec->len, why);
+}
+
+int vm_devices_wait_idle(struct vm *vm, int timeout_ms, const char **why)
+{
+	for (int waited = 0; vm->vsock && !virtio_vsock_quiet(vm->vsock); waited += 5) {
+		if (waited >= timeout_ms)
+			return snap_why(why, -EBUSY, "the vsock device still has connections after "
+					"the agent closed them");
+		poll(NULL, 0, 5);
+	}
+	return 0;
+}

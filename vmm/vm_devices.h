@@ -1,0 +1,38 @@
+/* vm_devices.h - the devices of a VM in a snapshot: their sections, the root's overlay file, and the wait for a quiet vsock. */
+#ifndef MAYFLY_VM_DEVICES_H
+#define MAYFLY_VM_DEVICES_H
+
+#include <stdint.h>
+
+struct vm;
+struct disk;
+struct snapshot;
+struct snapshot_files;
+struct snap_writer;
+
+/* With vCPUs parked and the I/O thread stopped: each device's section
+ * into w, the copy-on-write root's overlay as a file in dir (its identity
+ * into files, its data bytes into *overlay_bytes). A writable raw disk
+ * is refused: its file is the user's and goes on changing. 0 or -errno
+ * with *why. */
+int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
+		    struct snapshot_files *files, uint64_t *overlay_bytes, const char **why);
+
+/* Devices created as at boot: put each saved state back. */
+int vm_devices_restore(struct vm *vm, const struct snapshot *s, const char **why);
+
+/* After every state is back (the interrupt controllers included): let
+ * each live virtio device look at its queues once and re-raise a pending
+ * interrupt (see virtio_mmio_resume). */
+void vm_devices_resume(struct vm *vm);
+
+/* Open the root image as a copy-on-write disk whose overlay comes back
+ * from the snapshot (`name`: vda). 0 or -errno with *why. */
+int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char *base,
+			const char *name, const char **why);
+
+/* Wait up to timeout_ms until the vsock device holds no connection (the
+ * agent closed them after QUIESCE). 0, or -EBUSY with *why. */
+int vm_devices_wait_idle(struct vm *vm, int timeout_ms, const char **why);
+
+#endif

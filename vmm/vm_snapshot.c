@@ -1,0 +1,408 @@
+/* vm_snapshot.c - a running VM saved whole into a snapshot directory, and a snapshot loaded and put back in place. */
+#include "vm_snapshot.h"
+#include "vm.h"
+#include "clock.h"
+#include "log.h"
+#include "snapshot/codec.h"
+#include "vm_devices.h"
+#include "x86/cpu.h"
+#include "x86/vcpu_state.h"
+#include "x86/vm_state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <linux/kvm.h>
+#include <unistd.h>
+
+#define STATE_MAX (64u << 20)   /* a state file is kilobytes; a bigger one is not ours */
+
+int snapshot_path(const char *dir, const char *name, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/%s", dir, name);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/* ---- the files section ---- */
+
+static void put_id(struct snap_out *o, const struct image_id *id)
+{
+	snap_out_put(o, id->sha256, IMAGE_HASH_LEN);
+	snap_out_u64(o, id->dev);
+	snap_out_u64(o, id->ino);
+	snap_out_u64(o, id->size);
+	snap_out_u64(o, (uint64_t)id->mtime_ns);
+	snap_out_u64(o, (uint64_t)id->ctime_ns);
+}
+
+static void get_id(struct snap_in *in, struct image_id *id)
+{
+	snap_in_get(in, id->sha256, IMAGE_HASH_LEN);
+	id->dev = snap_in_u64(in);
+	id->ino = snap_in_u64(in);
+	id->size = snap_in_u64(in);
+	id->mtime_ns = (int64_t)snap_in_u64(in);
+	id->ctime_ns = (int64_t)snap_in_u64(in);
+}
+
+static void files_encode(const struct snapshot_files *f, struct snap_out *o)
+{
+	put_id(o, &f->kernel);
+	snap_out_u32(o, f->has_rootfs);
+	if (f->has_rootfs)
+		put_id(o, &f->rootfs);
+	put_id(o, &f->memory);
+	snap_out_u32(o, f->has_overlay);
+	if (f->has_overlay)
+		put_id(o, &f->overlay);
+}
+
+static int files_decode(struct snapshot_files *f, const struct snap_section *sec, const char **why)
+{
+	struct snap_in in;
+	uint32_t flag;
+
+	memset(f, 0, sizeof(*f));
+	snap_in_init(&in, sec->data, sec->len);
+	get_id(&in, &f->kernel);
+	flag = snap_in_u32(&in);
+	f->has_rootfs = flag == 1;
+	if (f->has_rootfs)
+		get_id(&in, &f->rootfs);
+	get_id(&in, &f->memory);
+	flag |= snap_in_u32(&in) << 1;
+	f->has_overlay = (flag & 2) != 0;
+	if (f->has_overlay)
+		get_id(&in, &f->overlay);
+	if (!snap_in_end(&in) || (flag & ~3u))
+		return snap_why(why, -EBADMSG, "snapshot files section is malformed");
+	return 0;
+}
+
+/* ---- load ---- */
+
+static int read_state(struct snapshot *s, const char *path, const char **why)
+{
+	struct stat st;
+	size_t done = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return snap_why(why, -errno, errno == ENOENT ? "no snapshot in '%s' (no state file)" :
+				"cannot open '%s': %s", s->dir, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > STATE_MAX) {
+		close(fd);
+		return snap_why(why, -EBADMSG, "'%s' is not a snapshot state file", path);
+	}
+	s->state_len = (size_t)st.st_size;
+	s->state = malloc(s->state_len);
+	if (!s->state) {
+		close(fd);
+		return snap_why(why, -ENOMEM, "out of memory for the state file");
+	}
+	while (done < s->state_len) {
+		ssize_t n = read(fd, s->state + done, s->state_len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n ? -errno : -EBADMSG;
+			close(fd);
+			return snap_why(why, rc, "cannot read '%s': %s", path,
+					n ? strerror(errno) : "it shrank");
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+/* A file of the snapshot itself, unchanged since it was written. */
+static int check_own_file(const struct snapshot *s, const char *name, const struct image_id *id,
+			  const char **why)
+{
+	char path[CONFIG_PATH_MAX + 64];
+	int rc = snapshot_path(s->dir, name, path, sizeof(path));
+
+	if (!rc)
+		rc = image_id_check(path, id, why);
+	if (rc == -ESTALE)
+		return snap_why(why, rc, "'%s' is not the file this snapshot wrote (changed or "
+				"corrupt): make the snapshot again", path);
+	return rc;
+}
+
+int snapshot_load(struct snapshot *s, const char *dir, const char **why)
+{
+	static const uint32_t required[] = { SNAP_SEC_CONFIG, SNAP_SEC_CPUID, SNAP_SEC_VM,
+					     SNAP_SEC_FILES };
+	char path[CONFIG_PATH_MAX + 64], name[32];
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (config_set(s->dir, sizeof(s->dir), dir) || snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)))
+		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	rc = read_state(s, path, why);
+	if (rc)
+		return rc;
+	s->file = malloc(sizeof(*s->file));
+	if (!s->file)
+		return snap_why(why, -ENOMEM, "out of memory");
+	rc = snap_parse(s->file, s->state, s->state_len, required,
+			sizeof(required) / sizeof(required[0]), why);
+	if (!rc)
+		rc = config_decode(&s->cfg, snap_find(s->file, SNAP_SEC_CONFIG)->data,
+				   snap_find(s->file, SNAP_SEC_CONFIG)->len, why);
+	if (!rc)
+		rc = cpuid_decode(snap_find(s->file, SNAP_SEC_CPUID)->data,
+				  snap_find(s->file, SNAP_SEC_CPUID)->len, &s->cpuid, why);
+	if (!rc)
+		rc = files_decode(&s->files, snap_find(s->file, SNAP_SEC_FILES), why);
+	for (unsigned i = 0; !rc && i < s->cfg.cpus; i++)
+		if (!snap_find(s->file, SNAP_SEC_VCPU(i)))
+			rc = snap_why(why, -EBADMSG, "snapshot state has no section for vcpu %u", i);
+	if (!rc && s->files.has_rootfs != (s->cfg.rootfs[0] != 0))
+		rc = snap_why(why, -EBADMSG, "snapshot files section does not match its config");
+	if (!rc)
+		rc = check_own_file(s, SNAPSHOT_MEMORY, &s->files.memory, why);
+	if (!rc && s->files.has_overlay) {
+		snprintf(name, sizeof(name), SNAPSHOT_OVERLAY_FMT, "vda");
+		rc = check_own_file(s, name, &s->files.overlay, why);
+	}
+	if (rc)
+		snapshot_free(s);
+	return rc;
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	free(s->state);
+	free(s->file);
+	free(s->cpuid);
+	s->state = NULL;
+	s->file = NULL;
+	s->cpuid = NULL;
+}
+
+/* ---- save ---- */
+
+/* Add a section built by an encoder; the buffer is freed either way. */
+static int add_section(struct snap_writer *w, uint32_t type, struct snap_out *o, const char **why)
+{
+	int rc = o->err ? o->err : snap_writer_add(w, type, o->data, o->len);
+
+	snap_out_free(o);
+	if (rc)
+		return snap_why(why, rc, "cannot add state section 0x%x: %s", type, strerror(-rc));
+	return 0;
+}
+
+static int save_cpu_state(struct vm *vm, struct snap_writer *w, const char **why)
+{
+	struct vcpu_msr_list msrs;
+	struct vm_state vs;
+	struct snap_out o;
+	int rc = vcpu_state_msr_list(vm->kvm.sys_fd, &msrs, why);
+
+	if (rc)
+		return rc;
+	rc = vm_state_save(vm->kvm.vm_fd, &vs, why);
+	if (rc)
+		return rc;
+	snap_out_init(&o);
+	vm_state_encode(&vs, &o);
+	rc = add_section(w, SNAP_SEC_VM, &o, why);
+	for (unsigned i = 0; !rc && i < vm->nr_vcpus; i++) {
+		struct vcpu_state cs;
+
+		rc = vcpu_state_save(vm->kvm.vm_fd, vm->vcpus[i].fd, &msrs, &cs, why);
+		if (rc)
+			break;
+		snap_out_init(&o);
+		vcpu_state_encode(&cs, &o);
+		vcpu_state_free(&cs);
+		rc = add_section(w, SNAP_SEC_VCPU(i), &o, why);
+	}
+	snap_out_init(&o);
+	cpuid_encode(vm->cpuid, &o);
+	if (!rc)
+		rc = add_section(w, SNAP_SEC_CPUID, &o, why);
+	else
+		snap_out_free(&o);
+	snap_out_init(&o);
+	config_encode(vm->cfg, &o);
+	if (!rc)
+		rc = add_section(w, SNAP_SEC_CONFIG, &o, why);
+	else
+		snap_out_free(&o);
+	return rc;
+}
+
+/* Guest RAM, the disks, then the identity of every file, all into tmp. */
+static int save_files(struct vm *vm, const char *tmp, struct snap_writer *w,
+		      struct snapshot_stats *stats, const char **why)
+{
+	struct snapshot_files f = { 0 };
+	struct mem_save_stats ms;
+	char path[CONFIG_PATH_MAX + 64];
+	struct snap_out o;
+	int rc;
+
+	rc = snapshot_path(tmp, SNAPSHOT_MEMORY, path, sizeof(path));
+	if (!rc)
+		rc = mem_save(&vm->mem, path, &ms, why);
+	if (!rc)
+		rc = image_id_get(path, &f.memory, why);
+	if (rc)
+		return rc;
+	stats->memory_bytes = ms.data_bytes;
+	rc = vm_devices_save(vm, tmp, w, &f, &stats->overlay_bytes, why);
+	if (!rc)
+		rc = image_id_get(vm->cfg->kernel, &f.kernel, why);
+	if (!rc && vm->cfg->rootfs[0]) {
+		f.has_rootfs = true;
+		rc = image_id_get(vm->cfg->rootfs, &f.rootfs, why);
+	}
+	if (rc)
+		return rc;
+	snap_out_init(&o);
+	files_encode(&f, &o);
+	return add_section(w, SNAP_SEC_FILES, &o, why);
+}
+
+/* The names a snapshot directory holds: only those are removed with it. */
+static void remove_snapshot_dir(const char *dir)
+{
+	static const char *const names[] = { SNAPSHOT_STATE, SNAPSHOT_MEMORY };
+	char path[CONFIG_PATH_MAX + 64], name[32];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!snapshot_path(dir, names[i], path, sizeof(path)))
+			unlink(path);
+	for (unsigned i = 0; i < CONFIG_MAX_DISKS; i++) {
+		char dev[8];
+
+		snprintf(dev, sizeof(dev), "vd%c", 'a' + i);
+		snprintf(name, sizeof(name), SNAPSHOT_OVERLAY_FMT, dev);
+		if (!snapshot_path(dir, name, path, sizeof(path)))
+			unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* Put the finished tmp directory where dir is: a new name, or swapped
+ * whole with an older snapshot (a VM running from the old one keeps the
+ * files it mapped). Anything else at dir is not ours to replace. */
+static int install(const char *tmp, const char *dir, const char **why)
+{
+	char path[CONFIG_PATH_MAX + 64];
+	struct stat st;
+
+	if (rename(tmp, dir) == 0)
+		return 0;
+	if (errno != EEXIST && errno != ENOTEMPTY)
+		return snap_why(why, -errno, "cannot create '%s': %s", dir, strerror(errno));
+	if (snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)) || stat(path, &st) < 0)
+		return snap_why(why, -EEXIST, "'%s' exists and is not a snapshot directory", dir);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) < 0)
+		return snap_why(why, -errno, "cannot replace the snapshot in '%s': %s", dir,
+				strerror(errno));
+	remove_snapshot_dir(tmp);   /* now the old one */
+	return 0;
+}
+
+int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
+		     const char **why)
+{
+	char tmp[CONFIG_PATH_MAX + 32], state[CONFIG_PATH_MAX + 64];
+	struct snap_writer w;
+	struct stat st;
+	uint64_t t0;
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", dir) >= (int)sizeof(tmp))
+		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	rc = vm_pause(vm);
+	if (rc)
+		return snap_why(why, rc, "the VM ended before it could be paused");
+	t0 = clock_now_ns();
+	/* Device work drained: no request is half done once this returns. */
+	event_loop_stop(&vm->io);
+	if (!mkdtemp(tmp))
+		return snap_why(why, -errno, "cannot create a directory beside '%s': %s", dir,
+				strerror(errno));
+	snap_writer_init(&w);
+	rc = save_cpu_state(vm, &w, why);
+	if (!rc)
+		rc = save_files(vm, tmp, &w, stats, why);
+	if (!rc)
+		rc = snapshot_path(tmp, SNAPSHOT_STATE, state, sizeof(state));
+	if (!rc)
+		rc = snap_writer_save(&w, state, why);
+	snap_writer_free(&w);
+	if (!rc && stat(state, &st) == 0)
+		stats->state_bytes = (size_t)st.st_size;
+	if (!rc)
+		rc = install(tmp, dir, why);
+	if (rc)
+		remove_snapshot_dir(tmp);
+	stats->pause_us = (clock_now_ns() - t0) / 1000;
+	return rc;
+}
+
+/* ---- restore ---- */
+
+int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, const char **why)
+{
+	struct kvm_cpuid2 *host = NULL;
+	bool deadline = ioctl(kvm_sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+	int rc = cpuid_get_supported(kvm_sys_fd, &host);
+
+	if (rc)
+		return snap_why(why, rc, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-rc));
+	rc = cpuid_check_host(s->cpuid, host, deadline, why);
+	free(host);
+	return rc;
+}
+
+int vm_snapshot_restore(struct vm *vm, const struct snapshot *s, const char **why)
+{
+	struct vm_state vs;
+	const struct snap_section *sec = snap_find(s->file, SNAP_SEC_VM);
+	int rc = vm_state_decode(&vs, sec->data, sec->len, why);
+
+	if (!rc)
+		rc = vm_devices_restore(vm, s, why);
+	if (!rc)
+		rc = vm_state_restore(vm->kvm.vm_fd, &vs, why);
+	for (unsigned i = 0; !rc && i < vm->nr_vcpus; i++) {
+		struct vcpu_state cs;
+		struct kvm_cpuid2 *mine;
+		size_t size = sizeof(*s->cpuid) + s->cpuid->nent * sizeof(s->cpuid->entries[0]);
+
+		sec = snap_find(s->file, SNAP_SEC_VCPU(i));
+		rc = vcpu_state_decode(&cs, sec->data, sec->len, why);
+		if (rc)
+			break;
+		mine = malloc(size);
+		if (!mine) {
+			vcpu_state_free(&cs);
+			return snap_why(why, -ENOMEM, "out of memory");
+		}
+		memcpy(mine, s->cpuid, size);
+		cpuid_patch(mine, i, vm->nr_vcpus);
+		rc = vcpu_state_restore(vm->kvm.vm_fd, vm->vcpus[i].fd, mine, &cs, why);
+		free(mine);
+		vcpu_state_free(&cs);
+	}
+	if (!rc)
+		vm_devices_resume(vm);
+	return rc;
+}

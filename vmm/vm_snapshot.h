@@ -1,0 +1,88 @@
+/* vm_snapshot.h - a running VM saved to a snapshot directory, and a snapshot loaded back for vm_build to restore. */
+#ifndef MAYFLY_VM_SNAPSHOT_H
+#define MAYFLY_VM_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "image_id.h"
+#include "snapshot/format.h"
+
+struct vm;
+struct kvm_cpuid2;
+
+/* The files of a snapshot directory. */
+#define SNAPSHOT_STATE       "state"
+#define SNAPSHOT_MEMORY      "memory"
+#define SNAPSHOT_OVERLAY_FMT "disk-%s"    /* a copy-on-write disk's overlay: disk-vda */
+
+/* Sections of the state file beyond format.h's (0x10-0xfff are ours). */
+enum {
+	SNAP_SEC_FILES = 0x10,     /* the identity of every file the snapshot depends on */
+};
+
+/* What a snapshot depends on: the kernel it booted and the root image
+ * under its copy-on-write disk (content), and its own memory and overlay
+ * files (so that a file changed since, by accident or on purpose, is
+ * refused rather than run). */
+struct snapshot_files {
+	struct image_id kernel;
+	bool has_rootfs;
+	struct image_id rootfs;
+	struct image_id memory;
+	bool has_overlay;
+	struct image_id overlay;    /* the rootfs's overlay: disk-vda */
+};
+
+/* A snapshot loaded for a restore. */
+struct snapshot {
+	char dir[CONFIG_PATH_MAX];
+	uint8_t *state;             /* the whole state file; sections point into it */
+	size_t state_len;
+	struct snap_file *file;
+	struct vm_config cfg;       /* as saved: the VM to rebuild */
+	struct kvm_cpuid2 *cpuid;   /* the table the guest was given */
+	struct snapshot_files files;
+};
+
+/* Read and check DIR/state: every section's crc, the format version, the
+ * config, CPUID and file identities; the memory and overlay files present
+ * and unchanged since the snapshot was written. 0, or -errno with *why:
+ * -ENOENT no snapshot there, -ENOTSUP another format version, -EBADMSG a
+ * corrupt or truncated file, -ESTALE a memory or overlay file that changed.
+ * Touches no KVM and runs no guest code. */
+int snapshot_load(struct snapshot *s, const char *dir, const char **why)
+	__attribute__((warn_unused_result));
+void snapshot_free(struct snapshot *s);
+
+/* DIR/name into out. 0 or -ENAMETOOLONG. */
+int snapshot_path(const char *dir, const char *name, char *out, size_t len);
+
+/* What a save wrote. */
+struct snapshot_stats {
+	uint64_t memory_bytes;      /* data in the memory file (holes not counted) */
+	uint64_t overlay_bytes;     /* data in the overlay files */
+	size_t state_bytes;
+	uint64_t pause_us;          /* vCPUs parked to state written */
+};
+
+/* Save the running VM into dir: park every vCPU, stop the I/O thread
+ * (device work drained), then write memory, overlays and state into a
+ * new directory beside dir and put it in dir's place (an older snapshot
+ * there is replaced whole; anything else there is refused). The guest
+ * agent must have been quiesced (its connections closed) first. The VM
+ * cannot go on afterwards: the caller ends it. 0 or -errno with *why. */
+int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
+		     const char **why) __attribute__((warn_unused_result));
+
+/* For vm_build, in this order: the host's CPU offers every feature the
+ * guest was given (kvm_sys_fd: /dev/kvm), ... */
+int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, const char **why);
+/* ... then, with devices and vCPUs created, put every saved state in
+ * place. Runs no guest code. */
+int vm_snapshot_restore(struct vm *vm, const struct snapshot *s, const char **why)
+	__attribute__((warn_unused_result));
+
+#endif
