@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "disk/disk.h"
+#include "disk_image.h"
 #include "mem.h"
 #include "virtio/blk.h"
 #include "virtio/mmio.h"
@@ -515,12 +516,6 @@ static inline struct vres vd_blk1(struct vdrv *d, uint32_t type, uint64_t sector
 
 /* ---- fixture ---- */
 
-/* The image's byte at `off`: position-dependent so a misplaced sector shows. */
-static inline uint8_t vd_pat(uint64_t off)
-{
-	return (uint8_t)(off * 131 + (off >> 9) * 7 + 1);
-}
-
 static inline void vd_make_image(struct vdrv *d)
 {
 	const char *t = getenv("TMPDIR");
@@ -534,7 +529,7 @@ static inline void vd_make_image(struct vdrv *d)
 		size_t n = DISK_SIZE - off < sizeof(buf) ? DISK_SIZE - off : sizeof(buf);
 
 		for (size_t i = 0; i < n; i++)
-			buf[i] = vd_pat(off + i);
+			buf[i] = image_pat(off + i);
 		cr_assert_eq(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
 	}
 	close(fd);
@@ -590,7 +585,7 @@ static inline bool vd_file_pristine(struct vdrv *d)
 
 	vd_file(d, 0, buf, DISK_SIZE);
 	for (uint64_t i = 0; i < DISK_SIZE; i++)
-		if (buf[i] != vd_pat(i))
+		if (buf[i] != image_pat(i))
 			return false;
 	return true;
 }
