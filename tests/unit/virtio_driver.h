@@ -336,6 +336,40 @@ static inline uint16_t vd_avail_event(struct vdrv *d)
 	return vd_rd16(d, d->used + 4 + 8 * (uint64_t)d->qsize);
 }
 
+/* ---- snapshots ---- */
+
+/* The transport refuses a snapshot payload with rc, *why naming the device
+ * (`who`: "virtio-blk vda"), and the device stays as fresh as it was. */
+static inline void vd_expect_restore_refused(struct vdrv *d, const void *p, size_t len, int rc,
+					     const char *who, const char *what)
+{
+	const char *why = "";
+	int got = virtio_mmio_restore(d->m, p, len, &why);
+
+	cr_assert_eq(got, rc, "%s: rc %d, expected %d (%s)", what, got, rc, why);
+	cr_assert(strstr(why, who), "%s: why '%s' does not name %s", what, why, who);
+	cr_assert_eq(vd_status(d), 0, "%s: refused, yet the status changed", what);
+	cr_assert_eq(vd_reg(d, R_INT_STATUS), 0, "%s: refused, yet the ISR changed", what);
+	for (unsigned i = 0; i < d->m->ops->nr_queues; i++)
+		cr_assert_not(d->m->queues[i].ready, "%s: refused, yet queue %u is ready", what, i);
+}
+
+/* Every cut of a good payload, and the payload with a byte more, refused
+ * as corrupt. */
+static inline void vd_expect_cuts_refused(struct vdrv *d, const uint8_t *good, size_t len,
+					  const char *who)
+{
+	uint8_t *more = malloc(len + 1);
+
+	cr_assert_not_null(more);
+	for (size_t n = 0; n < len; n++)
+		vd_expect_restore_refused(d, good, n, -EBADMSG, who, "cut short");
+	memcpy(more, good, len);
+	more[len] = 0;
+	vd_expect_restore_refused(d, more, len + 1, -EBADMSG, who, "a byte after the end");
+	free(more);
+}
+
 /* ---- devices with several queues (virtio-vsock) ---- */
 
 /* The driver's side of one queue of several. Descriptors come from a free
