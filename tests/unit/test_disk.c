@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "disk/disk.h"
+#include "disk_image.h"
 
 #define NR_PATHS 4
 #define MAX_IOV  256
@@ -37,13 +38,7 @@ static const char *tmpdir(void)
 	return t && *t ? t : "/tmp";
 }
 
-/* The base image's byte at `off`: position-dependent so a misplaced block shows. */
-static uint8_t pat(uint64_t off)
-{
-	return (uint8_t)(off * 131 + (off >> 9) * 7 + 1);
-}
-
-/* Create temp file number `n` of `size` bytes filled with pat(). */
+/* Create temp file number `n` of `size` bytes filled with image_pat(). */
 static const char *make_image(int n, uint64_t size)
 {
 	uint8_t buf[4096];
@@ -56,30 +51,17 @@ static const char *make_image(int n, uint64_t size)
 		size_t n_bytes = size - off < sizeof(buf) ? size - off : sizeof(buf);
 
 		for (size_t i = 0; i < n_bytes; i++)
-			buf[i] = pat(off + i);
+			buf[i] = image_pat(off + i);
 		cr_assert_eq(pwrite(fd, buf, n_bytes, (off_t)off), (ssize_t)n_bytes);
 	}
 	close(fd);
 	return paths[n];
 }
 
-/* The whole file, malloc'd. */
-static uint8_t *slurp(const char *path, uint64_t size)
-{
-	uint8_t *buf = malloc(size);
-	int fd = open(path, O_RDONLY);
-
-	cr_assert_not_null(buf);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(pread(fd, buf, size, 0), (ssize_t)size);
-	close(fd);
-	return buf;
-}
-
 static void base_model(uint8_t *model, uint64_t size)
 {
 	for (uint64_t i = 0; i < size; i++)
-		model[i] = pat(i);
+		model[i] = image_pat(i);
 }
 
 static int read_one(struct disk *d, void *buf, size_t len, uint64_t off)
@@ -218,11 +200,11 @@ Test(disk, raw_read_write_round_trip)
 	disk_close(&d);
 
 	/* The bytes are in the file, and the rest of it is untouched. */
-	file = slurp(path, size);
+	file = image_slurp(path, size);
 	cr_assert_arr_eq(file + 3 * 512, data, sizeof(data));
 	for (uint64_t i = 0; i < size; i++)
 		if (i < 3 * 512 || i >= 3 * 512 + sizeof(data))
-			cr_assert_eq(file[i], pat(i), "byte %lu", (unsigned long)i);
+			cr_assert_eq(file[i], image_pat(i), "byte %lu", (unsigned long)i);
 	free(file);
 
 	cr_assert_eq(disk_open_raw(&d, path, true, &why), 0, "%s", why);
@@ -244,14 +226,14 @@ Test(disk, raw_read_only_refuses_writes)
 	cr_assert_eq(disk_open_raw(&d, path, true, &why), 0, "%s", why);
 	cr_assert_eq(read_one(&d, buf, sizeof(buf), 512), 0);
 	for (int i = 0; i < 512; i++)
-		cr_assert_eq(buf[i], pat(512 + i));
+		cr_assert_eq(buf[i], image_pat(512 + i));
 	memset(buf, 0xee, sizeof(buf));
 	cr_assert_eq(write_one(&d, buf, sizeof(buf), 0), -EROFS);
 	cr_assert_eq(d.ops->flush(&d), 0);
 	disk_close(&d);
-	file = slurp(path, 8192);
+	file = image_slurp(path, 8192);
 	for (int i = 0; i < 8192; i++)
-		cr_assert_eq(file[i], pat(i));
+		cr_assert_eq(file[i], image_pat(i));
 	free(file);
 }
 
@@ -455,7 +437,7 @@ Test(disk, cow_writes_are_seen_and_never_reach_the_base)
 {
 	const uint64_t size = 64 * 1024;
 	const char *path = make_image(0, size);
-	uint8_t *before = slurp(path, size), *after;
+	uint8_t *before = image_slurp(path, size), *after;
 	uint8_t data[8192], back[8192];
 	struct disk d;
 	const char *why = NULL;
@@ -472,11 +454,11 @@ Test(disk, cow_writes_are_seen_and_never_reach_the_base)
 	cr_assert_arr_eq(back, data, 512);
 	cr_assert_eq(d.ops->flush(&d), 0);
 
-	after = slurp(path, size);
+	after = image_slurp(path, size);
 	cr_assert_arr_eq(after, before, size, "the base changed while open");
 	free(after);
 	disk_close(&d);
-	after = slurp(path, size);
+	after = image_slurp(path, size);
 	cr_assert_arr_eq(after, before, size, "the base changed on close");
 	free(after);
 	free(before);
@@ -494,7 +476,7 @@ Test(disk, cow_partial_block_write_keeps_the_rest)
 	cr_assert_eq(write_one(&d, sector, sizeof(sector), 4096 + 1024), 0);
 	cr_assert_eq(read_one(&d, block, sizeof(block), 4096), 0);
 	for (int i = 0; i < 4096; i++) {
-		uint8_t want = i >= 1024 && i < 1536 ? 0x11 : pat(4096 + i);
+		uint8_t want = i >= 1024 && i < 1536 ? 0x11 : image_pat(4096 + i);
 
 		cr_assert_eq(block[i], want, "byte %d", i);
 	}
@@ -503,7 +485,7 @@ Test(disk, cow_partial_block_write_keeps_the_rest)
 	cr_assert_eq(write_one(&d, sector, sizeof(sector), 4096 + 3584), 0);
 	cr_assert_eq(read_one(&d, block, sizeof(block), 4096), 0);
 	for (int i = 0; i < 4096; i++) {
-		uint8_t want = i >= 1024 && i < 1536 ? 0x11 : i >= 3584 ? 0x22 : pat(4096 + i);
+		uint8_t want = i >= 1024 && i < 1536 ? 0x11 : i >= 3584 ? 0x22 : image_pat(4096 + i);
 
 		cr_assert_eq(block[i], want, "byte %d", i);
 	}
@@ -635,7 +617,7 @@ Test(disk, cow_short_last_block)
 	cr_assert_eq(write_one(&d, buf, 512, 3 * 4096), 0);
 	cr_assert_eq(read_one(&d, back, 1024, 3 * 4096 - 512), 0);
 	for (int i = 0; i < 512; i++)
-		cr_assert_eq(back[i], pat(3 * 4096 - 512 + i));
+		cr_assert_eq(back[i], image_pat(3 * 4096 - 512 + i));
 	cr_assert_arr_eq(back + 512, buf, 512);
 	disk_close(&d);
 }
@@ -656,10 +638,10 @@ Test(disk, cow_disks_on_one_base_are_private)
 
 	cr_assert_eq(read_one(&b, back, 4096, 4096), 0);
 	for (int i = 0; i < 4096; i++)
-		cr_assert_eq(back[i], pat(4096 + i));
+		cr_assert_eq(back[i], image_pat(4096 + i));
 	cr_assert_eq(read_one(&a, back, 512, 8192), 0);
 	for (int i = 0; i < 512; i++)
-		cr_assert_eq(back[i], pat(8192 + i));
+		cr_assert_eq(back[i], image_pat(8192 + i));
 	cr_assert_eq(read_one(&a, back, 4096, 4096), 0);
 	cr_assert_arr_eq(back, a_data, 4096);
 	cr_assert_eq(read_one(&b, back, 512, 8192), 0);

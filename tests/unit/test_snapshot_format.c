@@ -357,4 +357,11 @@ Test(snapshot_format, section_names)
 	cr_assert_str_eq(snap_section_name(SNAP_SEC_VCPU(7), buf, sizeof(buf)), "vcpu 7");
 	cr_assert_str_eq(snap_section_name(SNAP_SEC_CPUID, buf, sizeof(buf)), "cpuid");
 	cr_assert_str_eq(snap_section_name(0x4242, buf, sizeof(buf)), "type 0x4242");
+	cr_assert_str_eq(snap_section_name(SNAP_SEC_SERIAL, buf, sizeof(buf)), "serial");
+	cr_assert_str_eq(snap_section_name(SNAP_SEC_VIRTIO(3), buf, sizeof(buf)), "virtio slot 3");
+	cr_assert_str_eq(snap_section_name(SNAP_SEC_OVERLAY(0), buf, sizeof(buf)),
+			 "overlay of virtio slot 0");
+	cr_assert_str_eq(snap_section_name(SNAP_SEC_VIRTIO(32), buf, sizeof(buf)),
+			 "overlay of virtio slot 0", "virtio slots end where overlays begin");
+	cr_assert_str_eq(snap_section_name(SNAP_SEC_OVERLAY(32), buf, sizeof(buf)), "type 0x60");
 }

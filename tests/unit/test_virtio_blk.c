@@ -53,7 +53,7 @@ static void expect_status(struct vres r, uint8_t status)
 static void expect_image_bytes(uint64_t gpa, uint64_t off, uint32_t len)
 {
 	for (uint32_t i = 0; i < len; i++)
-		cr_assert_eq(d.ram[gpa + i], vd_pat(off + i), "byte %u of the read (disk byte %llu)", i,
+		cr_assert_eq(d.ram[gpa + i], image_pat(off + i), "byte %u of the read (disk byte %llu)", i,
 			     (unsigned long long)(off + i));
 }
 
@@ -84,8 +84,8 @@ Test(virtio_blk, write_then_read_back)
 	vd_file(&d, 2 * 512, file, sizeof(file));
 	cr_assert_arr_eq(file + 512, d.ram + src, 1024);
 	for (int i = 0; i < 512; i++) {
-		cr_assert_eq(file[i], vd_pat(2 * 512 + i), "sector 2 touched");
-		cr_assert_eq(file[1536 + i], vd_pat(5 * 512 + i), "sector 5 touched");
+		cr_assert_eq(file[i], image_pat(2 * 512 + i), "sector 2 touched");
+		cr_assert_eq(file[1536 + i], image_pat(5 * 512 + i), "sector 5 touched");
 	}
 }
 

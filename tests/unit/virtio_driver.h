@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "disk/disk.h"
+#include "disk_image.h"
 #include "mem.h"
 #include "virtio/blk.h"
 #include "virtio/mmio.h"
@@ -335,6 +336,40 @@ static inline uint16_t vd_avail_event(struct vdrv *d)
 	return vd_rd16(d, d->used + 4 + 8 * (uint64_t)d->qsize);
 }
 
+/* ---- snapshots ---- */
+
+/* The transport refuses a snapshot payload with rc, *why naming the device
+ * (`who`: "virtio-blk vda"), and the device stays as fresh as it was. */
+static inline void vd_expect_restore_refused(struct vdrv *d, const void *p, size_t len, int rc,
+					     const char *who, const char *what)
+{
+	const char *why = "";
+	int got = virtio_mmio_restore(d->m, p, len, &why);
+
+	cr_assert_eq(got, rc, "%s: rc %d, expected %d (%s)", what, got, rc, why);
+	cr_assert(strstr(why, who), "%s: why '%s' does not name %s", what, why, who);
+	cr_assert_eq(vd_status(d), 0, "%s: refused, yet the status changed", what);
+	cr_assert_eq(vd_reg(d, R_INT_STATUS), 0, "%s: refused, yet the ISR changed", what);
+	for (unsigned i = 0; i < d->m->ops->nr_queues; i++)
+		cr_assert_not(d->m->queues[i].ready, "%s: refused, yet queue %u is ready", what, i);
+}
+
+/* Every cut of a good payload, and the payload with a byte more, refused
+ * as corrupt. */
+static inline void vd_expect_cuts_refused(struct vdrv *d, const uint8_t *good, size_t len,
+					  const char *who)
+{
+	uint8_t *more = malloc(len + 1);
+
+	cr_assert_not_null(more);
+	for (size_t n = 0; n < len; n++)
+		vd_expect_restore_refused(d, good, n, -EBADMSG, who, "cut short");
+	memcpy(more, good, len);
+	more[len] = 0;
+	vd_expect_restore_refused(d, more, len + 1, -EBADMSG, who, "a byte after the end");
+	free(more);
+}
+
 /* ---- devices with several queues (virtio-vsock) ---- */
 
 /* The driver's side of one queue of several. Descriptors come from a free
@@ -515,12 +550,6 @@ static inline struct vres vd_blk1(struct vdrv *d, uint32_t type, uint64_t sector
 
 /* ---- fixture ---- */
 
-/* The image's byte at `off`: position-dependent so a misplaced sector shows. */
-static inline uint8_t vd_pat(uint64_t off)
-{
-	return (uint8_t)(off * 131 + (off >> 9) * 7 + 1);
-}
-
 static inline void vd_make_image(struct vdrv *d)
 {
 	const char *t = getenv("TMPDIR");
@@ -534,7 +563,7 @@ static inline void vd_make_image(struct vdrv *d)
 		size_t n = DISK_SIZE - off < sizeof(buf) ? DISK_SIZE - off : sizeof(buf);
 
 		for (size_t i = 0; i < n; i++)
-			buf[i] = vd_pat(off + i);
+			buf[i] = image_pat(off + i);
 		cr_assert_eq(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
 	}
 	close(fd);
@@ -590,7 +619,7 @@ static inline bool vd_file_pristine(struct vdrv *d)
 
 	vd_file(d, 0, buf, DISK_SIZE);
 	for (uint64_t i = 0; i < DISK_SIZE; i++)
-		if (buf[i] != vd_pat(i))
+		if (buf[i] != image_pat(i))
 			return false;
 	return true;
 }

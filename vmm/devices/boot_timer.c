@@ -2,6 +2,7 @@
 #include "boot_timer.h"
 #include "log.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,15 +20,21 @@ static uint64_t boot_timer_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void boot_timer_fire(struct boot_timer *bt)
+/* Microseconds since start, at least 1: 0 means "never fired", so a
+ * sub-microsecond boot still counts. */
+static uint64_t boot_timer_since_start_us(const struct boot_timer *bt)
 {
 	uint64_t now = boot_timer_now_ns();
 	uint64_t us = now > bt->start_ns ? (now - bt->start_ns) / 1000 : 0;
+
+	return us ? us : 1;
+}
+
+static void boot_timer_fire(struct boot_timer *bt)
+{
+	uint64_t us = boot_timer_since_start_us(bt);
 	uint64_t expected = 0;
 
-	/* 0 means "never fired", so a sub-microsecond boot still counts as 1. */
-	if (us == 0)
-		us = 1;
 	/* vCPUs may race here; only the first write is the boot time. */
 	if (!atomic_compare_exchange_strong(&bt->fired_us, &expected, us))
 		return;
@@ -49,4 +56,26 @@ void boot_timer_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, b
 uint64_t boot_timer_elapsed_us(const struct boot_timer *bt)
 {
 	return atomic_load(&bt->fired_us);
+}
+
+void boot_timer_save(const struct boot_timer *bt, struct snap_out *o)
+{
+	snap_out_u64(o, atomic_load(&bt->fired_us));
+}
+
+int boot_timer_restore(struct boot_timer *bt, const void *data, size_t len, const char **why)
+{
+	struct snap_in in;
+	uint64_t saved;
+
+	snap_in_init(&in, data, len);
+	saved = snap_in_u64(&in);
+	if (!snap_in_end(&in))
+		return snap_why(why, -EBADMSG, "corrupt boot timer section: %zu bytes, want 8", len);
+	if (saved) {
+		atomic_store(&bt->fired_us, boot_timer_since_start_us(bt));
+		log_debug("boot timer: restored; the snapshot's guest was ready after %llu us",
+			  (unsigned long long)saved);
+	}
+	return 0;
 }

@@ -1,6 +1,7 @@
 /* i8042.c - the PS/2 controller reduced to its reset line: command 0xFE ends the VM. */
 #include "i8042.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define I8042_CMD_RESET_CPU 0xfe   /* pulse the output port's reset line */
@@ -45,4 +46,19 @@ void i8042_cmd_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bo
 	 * CPU; each write asks again and the reset hook must be idempotent. */
 	if (offset == 0 && len >= 1 && data[0] == I8042_CMD_RESET_CPU && dev->reset)
 		dev->reset(dev->opaque);
+}
+
+void i8042_save(const struct i8042 *dev, struct snap_out *o)
+{
+	(void)dev;
+	(void)o;
+}
+
+int i8042_restore(struct i8042 *dev, const void *data, size_t len, const char **why)
+{
+	(void)dev;
+	(void)data;
+	if (len)
+		return snap_why(why, -EBADMSG, "corrupt i8042 section: %zu bytes, want 0", len);
+	return 0;
 }

@@ -1,6 +1,7 @@
 /* serial.c - a 16550A UART: enough of the chip for Linux's 8250 driver to probe it and run in interrupt mode. */
 #include "serial.h"
 
+#include <errno.h>
 #include <string.h>
 
 /* Register offsets; DLAB (LCR bit 7) turns 0 and 1 into the divisor latch. */
@@ -99,15 +100,19 @@ static uint8_t serial_pending(const struct serial *s)
  * stray edges reach an unhandled IRQ 4. (A real chip in loopback also
  * drives its OUT2 pin inactive; we follow the register bit, which differs
  * only for a guest wanting interrupts while looped back.)
- *
- * Runs with the lock held: computing the level and signalling it under one
+ */
+static int serial_line(const struct serial *s)
+{
+	return (s->mcr & MCR_OUT2) && serial_pending(s) != IIR_NO_INT;
+}
+
+/* Runs with the lock held: computing the level and signalling it under one
  * lock means two threads can never deliver their levels in the opposite
  * order, which would leave an edge-triggered line high with nothing
- * pending and the port deaf for good.
- */
+ * pending and the port deaf for good. */
 static void serial_update_irq(struct serial *s)
 {
-	int level = (s->mcr & MCR_OUT2) && serial_pending(s) != IIR_NO_INT;
+	int level = serial_line(s);
 
 	if (level == s->irq_level)
 		return;
@@ -381,4 +386,87 @@ uint64_t serial_dropped(struct serial *s)
 	n = s->out_dropped;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+/* Snapshot payload: register bytes, then flags, then the FIFO. */
+enum {
+	SNAP_IER, SNAP_LCR, SNAP_MCR, SNAP_SCR, SNAP_DLL, SNAP_DLM, SNAP_FCR,
+	SNAP_FLAGS, SNAP_RX_COUNT, SNAP_RX,
+};
+#define SNAP_THR_IPENDING 0x01
+#define SNAP_OVERRUN      0x02
+
+_Static_assert(SNAP_RX + SERIAL_RX_FIFO == SERIAL_STATE_LEN, "serial payload layout");
+
+void serial_save(struct serial *s, struct snap_out *o)
+{
+	uint8_t b[SERIAL_STATE_LEN] = { 0 };
+
+	pthread_mutex_lock(&s->lock);
+	b[SNAP_IER] = s->ier;
+	b[SNAP_LCR] = s->lcr;
+	b[SNAP_MCR] = s->mcr;
+	b[SNAP_SCR] = s->scr;
+	b[SNAP_DLL] = s->dll;
+	b[SNAP_DLM] = s->dlm;
+	b[SNAP_FCR] = s->fcr;
+	b[SNAP_FLAGS] = (uint8_t)((s->thr_ipending ? SNAP_THR_IPENDING : 0) |
+				  (s->overrun ? SNAP_OVERRUN : 0));
+	b[SNAP_RX_COUNT] = (uint8_t)s->rx_count;
+	for (unsigned i = 0; i < s->rx_count; i++)
+		b[SNAP_RX + i] = s->rx[(s->rx_head + i) % SERIAL_RX_FIFO];
+	pthread_mutex_unlock(&s->lock);
+	snap_out_put(o, b, sizeof(b));
+}
+
+/* Why a payload is no 16550A state, or NULL. */
+static const char *serial_check(const uint8_t *b)
+{
+	if (b[SNAP_IER] & ~IER_MASK)
+		return "IER bits a 16550A does not have";
+	if (b[SNAP_MCR] & ~MCR_MASK)
+		return "MCR bits a 16550A does not have";
+	if (b[SNAP_FCR] & ~FCR_KEEP)
+		return "FCR bits a 16550A does not latch";
+	if (b[SNAP_FLAGS] & ~(SNAP_THR_IPENDING | SNAP_OVERRUN))
+		return "unknown flags";
+	if (b[SNAP_RX_COUNT] > SERIAL_RX_FIFO)
+		return "more bytes in the receive FIFO than it holds";
+	for (unsigned i = b[SNAP_RX_COUNT]; i < SERIAL_RX_FIFO; i++)
+		if (b[SNAP_RX + i])
+			return "bytes past the end of the receive FIFO";
+	return NULL;
+}
+
+int serial_restore(struct serial *s, const void *data, size_t len, const char **why)
+{
+	const uint8_t *b = data;
+	const char *bad;
+
+	if (len != SERIAL_STATE_LEN)
+		return snap_why(why, -EBADMSG, "corrupt serial section: %zu bytes, want %u", len,
+				SERIAL_STATE_LEN);
+	bad = serial_check(b);
+	if (bad)
+		return snap_why(why, -EBADMSG, "corrupt serial section: %s", bad);
+	pthread_mutex_lock(&s->lock);
+	s->ier = b[SNAP_IER];
+	s->lcr = b[SNAP_LCR];
+	s->mcr = b[SNAP_MCR];
+	s->scr = b[SNAP_SCR];
+	s->dll = b[SNAP_DLL];
+	s->dlm = b[SNAP_DLM];
+	s->fcr = b[SNAP_FCR];
+	s->thr_ipending = b[SNAP_FLAGS] & SNAP_THR_IPENDING;
+	s->overrun = b[SNAP_FLAGS] & SNAP_OVERRUN;
+	s->rx_head = 0;
+	s->rx_count = b[SNAP_RX_COUNT];
+	memcpy(s->rx, b + SNAP_RX, SERIAL_RX_FIFO);
+	/* The host's console is new: it holds no bytes we turned away. */
+	s->rx_waiting = false;
+	/* Every register access ends in serial_update_irq, so at the pause
+	 * the line was at exactly this level, and the controllers saw it. */
+	s->irq_level = serial_line(s);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }

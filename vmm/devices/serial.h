@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "snapshot/codec.h"
+
 #define SERIAL_RX_FIFO   16      /* the 16550A receive FIFO */
 #define SERIAL_OUT_MAX   65536   /* host-side output buffer; beyond it bytes are dropped */
 
@@ -63,5 +65,28 @@ size_t serial_take_output(struct serial *s, uint8_t *buf, size_t max);
 
 /* Output bytes dropped because the host reader fell behind. */
 uint64_t serial_dropped(struct serial *s);
+
+/* Snapshot payload size: registers, flags and the receive FIFO. */
+#define SERIAL_STATE_LEN (9 + SERIAL_RX_FIFO)
+
+/* Append the UART's state to `o` (SERIAL_STATE_LEN bytes; the layout is in
+ * docs/snapshot.md, "Devices"): every register the guest can read back,
+ * the divisor latch, the pending THRE interrupt and overrun, and the bytes
+ * in the receive FIFO, oldest first. Not saved: the output ring (the
+ * console drains it before a snapshot; a byte still there is lost, never
+ * written twice) and the statistics. Takes the device lock. Failures are
+ * left in o->err. */
+void serial_save(struct serial *s, struct snap_out *o);
+
+/* Apply a saved state (untrusted bytes) to a UART set up by serial_init.
+ * Checks the whole payload before changing anything: exactly
+ * SERIAL_STATE_LEN bytes, IER/MCR/FCR bits a 16550A cannot hold clear, no
+ * unknown flag, at most SERIAL_RX_FIFO bytes queued and zeros past them;
+ * else -EBADMSG with *why naming the device. The interrupt line's level
+ * is recomputed from the registers but not signalled: whatever the line
+ * did before the snapshot reached the interrupt controllers, whose saved
+ * state carries it. Takes the device lock. */
+int serial_restore(struct serial *s, const void *data, size_t len, const char **why)
+	__attribute__((warn_unused_result));
 
 #endif

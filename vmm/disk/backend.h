@@ -26,6 +26,11 @@ void disk_file_close(struct disk *disk);
 int disk_check_io(const struct disk *disk, const struct iovec *iov, int iovcnt,
 		  uint64_t offset, uint64_t *len);
 
+/* Move all of iov at offset (preadv, or pwritev when `write`), resuming
+ * after short transfers and EINTR; past IOV_MAX iovecs too. A transfer of
+ * nothing is -EIO (end of file on a read). 0 or -errno. */
+int disk_xfer(int fd, const struct iovec *iov, int iovcnt, uint64_t offset, bool write);
+
 /* pread until `len` bytes are in: resumes after short reads and EINTR;
  * end of file before that is -EIO (the image shrank under us). */
 int disk_pread_full(int fd, void *buf, size_t len, uint64_t offset);

@@ -1,12 +1,16 @@
 /* cow.c - a copy-on-write disk: a read-only base file under a private in-memory overlay. */
+#include "atomic_file.h"
 #include "disk/backend.h"
 #include "disk/disk.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Unit of copy-on-write: one page of overlay, one bit of the dirty map. */
 #define COW_BLOCK 4096u
@@ -165,7 +169,34 @@ static void *cow_map(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int disk_open_cow(struct disk *disk, const char *path, const char **why)
+/* The overlay: anonymous memory, or with a snapshot's overlay file
+ * (overlay_fd), that file mapped privately. Either way a guest write makes
+ * a page private to this process and nothing is ever written back. */
+static int cow_map_overlay(struct disk *disk, struct cow *c, int overlay_fd, const char **why)
+{
+	struct stat st;
+
+	if (overlay_fd < 0) {
+		c->overlay = cow_map(c->overlay_len);
+		if (!c->overlay)
+			return snap_why(why, -errno, "cannot map memory for the copy-on-write overlay");
+		return 0;
+	}
+	if (fstat(overlay_fd, &st) < 0)
+		return snap_why(why, -errno, "cannot stat the overlay file");
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != disk->size)
+		return snap_why(why, -EINVAL, "the overlay file is %llu bytes, the base image %llu",
+				(unsigned long long)st.st_size, (unsigned long long)disk->size);
+	c->overlay = mmap(NULL, c->overlay_len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_NORESERVE, overlay_fd, 0);
+	if (c->overlay == MAP_FAILED) {
+		c->overlay = NULL;
+		return snap_why(why, -errno, "cannot map the overlay file");
+	}
+	return 0;
+}
+
+static int cow_open(struct disk *disk, const char *path, int overlay_fd, const char **why)
 {
 	struct cow *c;
 	int ret;
@@ -188,12 +219,9 @@ int disk_open_cow(struct disk *disk, const char *path, const char **why)
 	c->nr_blocks = (disk->size + COW_BLOCK - 1) / COW_BLOCK;
 	c->overlay_len = disk->size;
 	c->dirty_len = (c->nr_blocks + 63) / 64 * sizeof(uint64_t);
-	c->overlay = cow_map(c->overlay_len);
-	if (!c->overlay) {
-		ret = -errno;
-		*why = "cannot map memory for the copy-on-write overlay";
+	ret = cow_map_overlay(disk, c, overlay_fd, why);
+	if (ret)
 		goto err_free_cow;
-	}
 	c->dirty = cow_map(c->dirty_len);
 	if (!c->dirty) {
 		ret = -errno;
@@ -214,5 +242,140 @@ err_free_cow:
 	free(c);
 err_close_file:
 	disk_file_close(disk);
+	return ret;
+}
+
+int disk_open_cow(struct disk *disk, const char *path, const char **why)
+{
+	return cow_open(disk, path, -1, why);
+}
+
+/* ---- snapshot ---- */
+
+#define COW_SNAP_HEADER 16u   /* disk size u64, block size u32, 0 u32 */
+
+bool disk_is_cow(const struct disk *disk)
+{
+	return disk->ops == &cow_ops;
+}
+
+int disk_check_snapshot(const struct disk *disk, const char **why)
+{
+	if (disk_is_cow(disk) || disk->read_only)
+		return 0;
+	return snap_why(why, -ENOTSUP, "a writable raw disk cannot be in a snapshot: its file is "
+			"written in place, so a restored VM would find it changed under it");
+}
+
+/* Write each run of dirty blocks to the overlay file at its own offset;
+ * clean blocks stay holes. */
+static int cow_write_dirty(const struct disk *disk, const struct cow *c, int fd)
+{
+	uint64_t b = 0;
+
+	while (b < c->nr_blocks) {
+		uint64_t end = b;
+		struct iovec iov;
+		int ret;
+
+		if (b % 64 == 0 && !c->dirty[b / 64]) {
+			b += 64;
+			continue;
+		}
+		while (end < c->nr_blocks && cow_is_dirty(c, end))
+			end++;
+		if (end == b) {
+			b++;
+			continue;
+		}
+		iov.iov_base = c->overlay + b * COW_BLOCK;
+		iov.iov_len = (end == c->nr_blocks ? disk->size : end * COW_BLOCK) - b * COW_BLOCK;
+		ret = disk_xfer(fd, &iov, 1, b * COW_BLOCK, true);
+		if (ret)
+			return ret;
+		b = end;
+	}
+	return 0;
+}
+
+int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap_out *o,
+		  const char **why)
+{
+	const struct cow *c = disk->priv;
+	struct atomic_file f;
+	int ret;
+
+	if (!disk_is_cow(disk))
+		return snap_why(why, -EINVAL, "not a copy-on-write disk");
+	ret = atomic_file_open(&f, overlay_path);
+	if (ret)
+		return snap_why(why, ret, "cannot create %s: %s", overlay_path, strerror(-ret));
+	/* The size first: every block not written stays a hole. */
+	ret = ftruncate(f.fd, (off_t)disk->size) < 0 ? -errno : cow_write_dirty(disk, c, f.fd);
+	if (ret) {
+		atomic_file_abort(&f);
+		return snap_why(why, ret, "cannot write %s: %s", overlay_path, strerror(-ret));
+	}
+	ret = atomic_file_commit(&f);
+	if (ret)
+		return snap_why(why, ret, "cannot write %s: %s", overlay_path, strerror(-ret));
+	snap_out_u64(o, disk->size);
+	snap_out_u32(o, COW_BLOCK);
+	snap_out_u32(o, 0);
+	for (size_t i = 0; i < c->dirty_len / sizeof(uint64_t); i++)
+		snap_out_u64(o, c->dirty[i]);
+	return 0;
+}
+
+/* Fill the dirty map of a freshly opened disk from a saved payload. */
+static int cow_load_dirty(struct disk *disk, const void *data, size_t len, const char **why)
+{
+	struct cow *c = disk->priv;
+	size_t words = c->dirty_len / sizeof(uint64_t);
+	uint64_t size, tail_bits = c->nr_blocks % 64;
+	uint32_t block, zero;
+	struct snap_in in;
+
+	snap_in_init(&in, data, len);
+	size = snap_in_u64(&in);
+	block = snap_in_u32(&in);
+	zero = snap_in_u32(&in);
+	if (in.bad || block != COW_BLOCK || zero)
+		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: bad header");
+	if (size != disk->size)
+		return snap_why(why, -EINVAL, "the snapshot's overlay is for a disk of %llu bytes, "
+				"the base image has %llu", (unsigned long long)size,
+				(unsigned long long)disk->size);
+	if (len - COW_SNAP_HEADER != c->dirty_len)
+		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: %zu bytes, a disk of %llu "
+				"bytes needs %zu", len - COW_SNAP_HEADER,
+				(unsigned long long)disk->size, c->dirty_len);
+	for (size_t i = 0; i < words; i++)
+		c->dirty[i] = snap_in_u64(&in);
+	if (tail_bits && (c->dirty[words - 1] >> tail_bits))
+		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: bits past the last block");
+	return 0;
+}
+
+int disk_open_cow_restored(struct disk *disk, const char *base_path, const char *overlay_path,
+			   const void *bitmap, size_t len, const char **why)
+{
+	int fd, ret;
+
+	memset(disk, 0, sizeof(*disk));
+	disk->fd = -1;
+	fd = open(overlay_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		return snap_why(why, ret, "cannot open the overlay file %s: %s", overlay_path,
+				strerror(-ret));
+	}
+	ret = cow_open(disk, base_path, fd, why);
+	close(fd);   /* the mapping keeps the file */
+	if (ret)
+		return ret;
+	ret = cow_load_dirty(disk, bitmap, len, why);
+	if (ret)
+		disk_close(disk);
 	return ret;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <string.h>
@@ -159,21 +160,61 @@ int disk_check_io(const struct disk *disk, const struct iovec *iov, int iovcnt,
 
 int disk_pread_full(int fd, void *buf, size_t len, uint64_t offset)
 {
-	uint8_t *p = buf;
+	struct iovec iov = { buf, len };
 
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)offset);
+	return disk_xfer(fd, &iov, 1, offset, false);
+}
 
+/* `done` counts bytes already moved in iov[i]: a transfer that stopped
+ * inside an iovec resumes with a plain pread/pwrite of its rest, so the
+ * caller's const array is never modified. */
+int disk_xfer(int fd, const struct iovec *iov, int iovcnt, uint64_t offset, bool write)
+{
+	size_t done = 0;
+	int i = 0;
+
+	while (i < iovcnt) {
+		size_t left;
+		ssize_t n;
+
+		if (done == iov[i].iov_len) {
+			i++;
+			done = 0;
+			continue;
+		}
+		if (done) {
+			uint8_t *p = (uint8_t *)iov[i].iov_base + done;
+
+			n = write ? pwrite(fd, p, iov[i].iov_len - done, (off_t)offset)
+				  : pread(fd, p, iov[i].iov_len - done, (off_t)offset);
+		} else {
+			int cnt = iovcnt - i < IOV_MAX ? iovcnt - i : IOV_MAX;
+
+			n = write ? pwritev(fd, &iov[i], cnt, (off_t)offset)
+				  : preadv(fd, &iov[i], cnt, (off_t)offset);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		/* A read at end of file: the image shrank under us. A write of
+		 * nothing would loop forever; neither may pass for success. */
 		if (n == 0)
 			return -EIO;
-		p += n;
-		len -= (size_t)n;
 		offset += (uint64_t)n;
+		for (left = (size_t)n; left && i < iovcnt;) {
+			size_t room = iov[i].iov_len - done;
+
+			if (left < room) {
+				done += left;
+				left = 0;
+			} else {
+				left -= room;
+				i++;
+				done = 0;
+			}
+		}
 	}
 	return 0;
 }

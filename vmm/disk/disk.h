@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "snapshot/codec.h"
+
 #define DISK_SECTOR_SIZE 512
 #define DISK_ID_LEN      20     /* VIRTIO_BLK_ID_BYTES: the serial GET_ID returns */
 
@@ -45,5 +47,44 @@ int disk_open_cow(struct disk *disk, const char *path, const char **why);
 
 /* Release the backend and close the file. Safe on a zeroed struct disk. */
 void disk_close(struct disk *disk);
+
+/* ---- snapshots (docs/snapshot.md, "Devices") ---- */
+
+/* Whether `disk` was opened by disk_open_cow or disk_open_cow_restored. */
+bool disk_is_cow(const struct disk *disk);
+
+/* Whether a VM with this disk can be snapshotted. 0 for a copy-on-write
+ * disk (save it with disk_cow_save) and for a read-only raw disk (nothing
+ * to save: the restored VM opens the same file again, which must not have
+ * changed: the guest's page cache may hold its blocks). -ENOTSUP with *why
+ * for a writable raw disk: its file is the user's and written in place,
+ * so after a snapshot it goes on changing under every restored copy. */
+int disk_check_snapshot(const struct disk *disk, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Save a copy-on-write disk's overlay: write `overlay_path` atomically (a
+ * temporary file, mode 0600, beside it, then rename) as a sparse file of
+ * the disk's size holding exactly the blocks the guest wrote, at their
+ * offsets, and holes elsewhere; then append the dirty bitmap to `o` as a
+ * section payload (disk size u64, block size u32 = 4096, 0 u32, one bit
+ * per block in u64 words). Guest I/O must be stopped. -EINVAL for another
+ * kind of disk; -errno with *why when the file cannot be written (nothing
+ * is left behind, an older file of that name stays). */
+int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap_out *o,
+		  const char **why) __attribute__((warn_unused_result));
+
+/* Open a copy-on-write disk as a snapshot left it: the base at base_path
+ * opened as disk_open_cow does, and the overlay file mapped MAP_PRIVATE as
+ * the overlay (any number of VMs share its page cache; a guest write
+ * copies the page into this process; the file is opened read-only and
+ * never written, and must not change while mapped: snapshot files are
+ * replaced, never rewritten), with the dirty bitmap from disk_cow_save's
+ * payload (untrusted). Refuses an overlay file that is not a regular file
+ * of the base's size, or a payload for another size (-EINVAL), a bitmap of
+ * the wrong length, a bad header or bits past the last block (-EBADMSG);
+ * *why says which. On failure nothing stays open. */
+int disk_open_cow_restored(struct disk *disk, const char *base_path, const char *overlay_path,
+			   const void *bitmap, size_t len, const char **why)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -25,9 +25,22 @@ const char *snap_section_name(uint32_t type, char *buf, size_t size)
 	case SNAP_SEC_VM:
 		snprintf(buf, size, "vm");
 		break;
+	case SNAP_SEC_SERIAL:
+		snprintf(buf, size, "serial");
+		break;
+	case SNAP_SEC_I8042:
+		snprintf(buf, size, "i8042");
+		break;
+	case SNAP_SEC_BOOT_TIMER:
+		snprintf(buf, size, "boot timer");
+		break;
 	default:
 		if (type >= SNAP_SEC_VCPU_BASE && type - SNAP_SEC_VCPU_BASE < SNAP_SEC_VCPU_MAX)
 			snprintf(buf, size, "vcpu %" PRIu32, type - SNAP_SEC_VCPU_BASE);
+		else if (type >= SNAP_SEC_VIRTIO_BASE && type - SNAP_SEC_VIRTIO_BASE < SNAP_SEC_VIRTIO_MAX)
+			snprintf(buf, size, "virtio slot %" PRIu32, type - SNAP_SEC_VIRTIO_BASE);
+		else if (type >= SNAP_SEC_OVERLAY_BASE && type - SNAP_SEC_OVERLAY_BASE < SNAP_SEC_VIRTIO_MAX)
+			snprintf(buf, size, "overlay of virtio slot %" PRIu32, type - SNAP_SEC_OVERLAY_BASE);
 		else
 			snprintf(buf, size, "type 0x%" PRIx32, type);
 		break;

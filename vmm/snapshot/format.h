@@ -32,8 +32,16 @@ enum snap_section_type {
 	SNAP_SEC_CONFIG = 1,       /* the vm_config the VM was built from */
 	SNAP_SEC_CPUID = 2,        /* cpuid_encode(): the CPUID table the guest was given */
 	SNAP_SEC_VM = 3,           /* vm_state_encode(): irqchip, PIT, KVM clock */
+	SNAP_SEC_SERIAL = 0x10,    /* serial_save(): the 16550A at COM1 */
+	SNAP_SEC_I8042 = 0x11,     /* i8042_save(): empty */
+	SNAP_SEC_BOOT_TIMER = 0x12,   /* boot_timer_save() */
+	SNAP_SEC_VIRTIO_BASE = 0x20,  /* + virtio-mmio slot: virtio_mmio_save() */
+	SNAP_SEC_OVERLAY_BASE = 0x40, /* + slot of a copy-on-write virtio-blk: disk_cow_save() */
 	SNAP_SEC_VCPU_BASE = 0x1000,  /* + vCPU index: vcpu_state_encode() */
 };
+#define SNAP_SEC_VIRTIO_MAX  32u
+#define SNAP_SEC_VIRTIO(i)   ((uint32_t)SNAP_SEC_VIRTIO_BASE + (uint32_t)(i))
+#define SNAP_SEC_OVERLAY(i)  ((uint32_t)SNAP_SEC_OVERLAY_BASE + (uint32_t)(i))
 #define SNAP_SEC_VCPU_MAX 256u
 #define SNAP_SEC_VCPU(i)  ((uint32_t)SNAP_SEC_VCPU_BASE + (uint32_t)(i))
 

@@ -110,6 +110,34 @@ static void blk_reset(void *dev)
 	(void)dev;   /* requests finish synchronously: nothing is in flight */
 }
 
+/* Snapshot: the device's part is the disk's capacity in sectors, so a
+ * base image of another size is refused here rather than shown to a
+ * guest that knows the old one. Requests finish synchronously, so none is
+ * in flight. */
+static int blk_save(void *dev, struct snap_out *o, const char **why)
+{
+	struct virtio_blk *blk = dev;
+
+	(void)why;
+	snap_out_u64(o, blk->disk.size / DISK_SECTOR_SIZE);
+	return 0;
+}
+
+static int blk_restore(void *dev, struct snap_in *in, const char **why)
+{
+	struct virtio_blk *blk = dev;
+	uint64_t sectors = snap_in_u64(in);
+
+	if (!snap_in_end(in))
+		return snap_why(why, -EBADMSG, "virtio-blk %s: corrupt snapshot state: its part is "
+				"not one 8-byte capacity", blk->mmio.name);
+	if (sectors != blk->disk.size / DISK_SECTOR_SIZE)
+		return snap_why(why, -EINVAL, "virtio-blk %s: the snapshot's disk has %llu sectors, "
+				"this one %llu", blk->mmio.name, (unsigned long long)sectors,
+				(unsigned long long)(blk->disk.size / DISK_SECTOR_SIZE));
+	return 0;
+}
+
 static const struct virtio_device_ops blk_ops = {
 	.name = "blk",
 	.device_id = VIRTIO_ID_BLOCK,
@@ -119,6 +147,8 @@ static const struct virtio_device_ops blk_ops = {
 	.config_size = sizeof(struct virtio_blk_config),
 	.queue_notify = blk_queue_notify,
 	.reset = blk_reset,
+	.save = blk_save,
+	.restore = blk_restore,
 };
 
 int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct guest_mem *mem,

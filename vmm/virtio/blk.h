@@ -26,6 +26,11 @@ struct virtio_blk {
 	uint64_t bytes_read, bytes_written;
 };
 
+/* A snapshot of the device is its transport's: virtio_mmio_save and
+ * virtio_mmio_restore on &blk->mmio, whose payload ends with the disk's
+ * capacity in sectors (u64; a restore refuses another size with -EINVAL).
+ * The disk's contents are the disk's business (disk_cow_save). */
+
 /* Wrap an opened disk (ownership moves to blk) in a virtio-blk device
  * named `name` ("vda"). 0 or -errno. */
 int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct guest_mem *mem,

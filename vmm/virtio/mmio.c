@@ -7,6 +7,7 @@
 #include <linux/virtio_mmio.h>
 #include <linux/virtio_ring.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -83,16 +84,32 @@ bool virtio_mmio_live(const struct virtio_mmio *m)
 	return (m->status & (S_DOK | VIRTIO_CONFIG_S_NEEDS_RESET | VIRTIO_CONFIG_S_FAILED)) == S_DOK;
 }
 
-static void raise_irq(struct virtio_mmio *m, uint32_t why)
+/* An edge on the interrupt line (KVM's irqfd). */
+static void signal_irq(struct virtio_mmio *m)
 {
 	uint64_t one = 1;
 
-	atomic_fetch_or(&m->interrupt_status, why);
 	m->interrupts++;
 	/* EAGAIN means the counter is saturated: an edge is pending anyway. */
 	if (write(m->irq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_limited(&m->lim_eventfd, LOG_WARN, "virtio-%s %s: cannot raise the interrupt: %s",
 			    m->ops->name, m->name, strerror(errno));
+}
+
+static void raise_irq(struct virtio_mmio *m, uint32_t why)
+{
+	atomic_fetch_or(&m->interrupt_status, why);
+	signal_irq(m);
+}
+
+/* Wake the I/O thread for queue `index`, as KVM's ioeventfd does. */
+static void kick_queue(struct virtio_mmio *m, unsigned index)
+{
+	uint64_t one = 1;
+
+	if (write(m->kick_fds[index], &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_limited(&m->lim_eventfd, LOG_WARN, "virtio-%s %s: kick lost: %s", m->ops->name,
+			    m->name, strerror(errno));
 }
 
 void virtio_mmio_notify(struct virtio_mmio *m)
@@ -125,10 +142,9 @@ static void device_reset(struct virtio_mmio *m)
 
 /* FEATURES_OK holds only for a subset of what was offered, with VERSION_1:
  * otherwise the bit stays clear and the driver, reading it back, gives up. */
-static bool features_acceptable(struct virtio_mmio *m)
+static bool features_acceptable(uint64_t driver, uint64_t device)
 {
-	return !(m->driver_features & ~m->device_features) &&
-	       (m->driver_features & (1ULL << VIRTIO_F_VERSION_1));
+	return !(driver & ~device) && (driver & (1ULL << VIRTIO_F_VERSION_1));
 }
 
 static void write_status(struct virtio_mmio *m, uint8_t val)
@@ -150,7 +166,7 @@ static void write_status(struct virtio_mmio *m, uint8_t val)
 	for (size_t i = 0; i < sizeof(status_steps) / sizeof(status_steps[0]); i++) {
 		if (status_steps[i].from != cur || status_steps[i].to != want)
 			continue;
-		if ((want & S_FOK) && !(cur & S_FOK) && !features_acceptable(m)) {
+		if ((want & S_FOK) && !(cur & S_FOK) && !features_acceptable(m->driver_features, m->device_features)) {
 			log_limited(&m->lim_features, LOG_WARN,
 				    "virtio-%s %s: driver features 0x%llx not offered (0x%llx)",
 				    m->ops->name, m->name, (unsigned long long)m->driver_features,
@@ -227,8 +243,6 @@ static void write_queue_reg(struct virtio_mmio *m, uint64_t offset, uint32_t val
 
 static void reg_write(struct virtio_mmio *m, uint64_t offset, uint32_t val)
 {
-	uint64_t one = 1;
-
 	switch (offset) {
 	case VIRTIO_MMIO_DEVICE_FEATURES_SEL: m->device_features_sel = val; break;
 	case VIRTIO_MMIO_DRIVER_FEATURES_SEL: m->driver_features_sel = val; break;
@@ -255,13 +269,10 @@ static void reg_write(struct virtio_mmio *m, uint64_t offset, uint32_t val)
 		/* Normally KVM's ioeventfd takes these without an exit; one that
 		 * reaches here (no ioeventfd, or an index it did not match) goes
 		 * the same way, so device work still never runs on a vCPU. */
-		if (val < m->ops->nr_queues) {
-			if (write(m->kick_fds[val], &one, sizeof(one)) < 0 && errno != EAGAIN)
-				log_limited(&m->lim_eventfd, LOG_WARN, "virtio-%s %s: kick lost: %s",
-					    m->ops->name, m->name, strerror(errno));
-		} else {
+		if (val < m->ops->nr_queues)
+			kick_queue(m, val);
+		else
 			driver_mistake(m, &m->lim_kick, "notify for a queue that does not exist");
-		}
 		break;
 	case VIRTIO_MMIO_STATUS: write_status(m, (uint8_t)val); break;
 	default:
@@ -362,4 +373,188 @@ void virtio_mmio_kick_event(void *kicker, uint32_t events)
 
 	(void)events;
 	virtio_mmio_kick(k->m, k->index);
+}
+
+/* ---- snapshot ---- */
+
+#define S_DEVICE_BITS (VIRTIO_CONFIG_S_FAILED | VIRTIO_CONFIG_S_NEEDS_RESET)
+#define ISR_BITS      (VIRTIO_MMIO_INT_VRING | VIRTIO_MMIO_INT_CONFIG)
+
+/* A status the table can reach: a step of the init sequence (or 0), with
+ * or without FAILED (the driver may add it at any step) and NEEDS_RESET
+ * (the device may). */
+static bool status_reachable(uint32_t status)
+{
+	uint32_t step = status & ~(uint32_t)S_DEVICE_BITS;
+
+	if (step == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(status_steps) / sizeof(status_steps[0]); i++)
+		if (status_steps[i].to == step)
+			return true;
+	return false;
+}
+
+int virtio_mmio_save(struct virtio_mmio *m, struct snap_out *o, const char **why)
+{
+	struct snap_out dev;
+	int rc = 0;
+
+	snap_out_init(&dev);
+	pthread_mutex_lock(&m->lock);
+	if (m->ops->save)
+		rc = m->ops->save(m->dev, &dev, why);
+	if (!rc) {
+		snap_out_u32(o, m->ops->device_id);
+		snap_out_u32(o, m->ops->nr_queues);
+		snap_out_u64(o, m->device_features);
+		snap_out_u64(o, m->driver_features);
+		snap_out_u32(o, m->device_features_sel);
+		snap_out_u32(o, m->driver_features_sel);
+		snap_out_u32(o, m->queue_sel);
+		snap_out_u32(o, m->status);
+		snap_out_u32(o, atomic_load(&m->interrupt_status));
+		snap_out_u32(o, m->config_generation);
+		for (unsigned i = 0; i < m->ops->nr_queues; i++)
+			vq_save(&m->queues[i], o);
+		snap_out_put(o, dev.data, dev.len);
+		rc = dev.err ? dev.err : o->err;
+		if (rc)
+			snap_why(why, rc, "virtio-%s %s: out of memory saving its state", m->ops->name,
+				 m->name);
+	}
+	pthread_mutex_unlock(&m->lock);
+	snap_out_free(&dev);
+	return rc;
+}
+
+/* A decoded transport state, checked but not yet applied. */
+struct mmio_snap {
+	uint64_t driver_features;
+	uint32_t device_features_sel, driver_features_sel, queue_sel;
+	uint32_t status, interrupt_status, config_generation;
+	struct vq queues[VIRTIO_MMIO_MAX_QUEUES];
+};
+
+/* Refuse a payload: `what` may be an earlier *why, so it is copied first. */
+static int refuse(const struct virtio_mmio *m, const char **why, int rc, const char *what)
+{
+	char copy[200];
+
+	snprintf(copy, sizeof(copy), "%s", what);
+	return snap_why(why, rc, "virtio-%s %s: %s", m->ops->name, m->name, copy);
+}
+
+static int decode_queues(const struct virtio_mmio *m, struct snap_in *in, struct mmio_snap *s,
+			 const char **why)
+{
+	bool event_idx = s->driver_features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+	char what[160];
+
+	for (unsigned i = 0; i < m->ops->nr_queues; i++) {
+		struct vq *q = &s->queues[i];
+		const char *qwhy = "";
+
+		if (vq_restore(q, in, m->mem, m->ops->queue_max, &qwhy))
+			snprintf(what, sizeof(what), "corrupt snapshot state: queue %u: %s", i, qwhy);
+		else if (q->ready && !(s->status & S_FOK))
+			snprintf(what, sizeof(what), "corrupt snapshot state: queue %u ready before "
+				 "FEATURES_OK", i);
+		else if (q->ready && q->event_idx != event_idx)
+			snprintf(what, sizeof(what), "corrupt snapshot state: queue %u: EVENT_IDX unlike "
+				 "the driver features", i);
+		else
+			continue;
+		return refuse(m, why, -EBADMSG, what);
+	}
+	return 0;
+}
+
+static int decode_transport(const struct virtio_mmio *m, struct snap_in *in, struct mmio_snap *s,
+			    const char **why)
+{
+	uint32_t id = snap_in_u32(in), nr_queues = snap_in_u32(in);
+	uint64_t features = snap_in_u64(in);
+	char what[160];
+
+	s->driver_features = snap_in_u64(in);
+	s->device_features_sel = snap_in_u32(in);
+	s->driver_features_sel = snap_in_u32(in);
+	s->queue_sel = snap_in_u32(in);
+	s->status = snap_in_u32(in);
+	s->interrupt_status = snap_in_u32(in);
+	s->config_generation = snap_in_u32(in);
+	if (in->bad)
+		return refuse(m, why, -EBADMSG, "snapshot state cut short");
+	if (id != m->ops->device_id || nr_queues != m->ops->nr_queues) {
+		snprintf(what, sizeof(what), "snapshot state of device id %u with %u queues, this "
+			 "is id %u with %u", id, nr_queues, m->ops->device_id, m->ops->nr_queues);
+		return refuse(m, why, -EINVAL, what);
+	}
+	if (features != m->device_features) {
+		snprintf(what, sizeof(what), "the snapshot's device offered features 0x%llx, this "
+			 "one offers 0x%llx", (unsigned long long)features,
+			 (unsigned long long)m->device_features);
+		return refuse(m, why, -EINVAL, what);
+	}
+	if (!status_reachable(s->status)) {
+		snprintf(what, sizeof(what), "corrupt snapshot state: status 0x%x is not in the "
+			 "virtio status table", s->status);
+		return refuse(m, why, -EBADMSG, what);
+	}
+	if ((s->status & S_FOK) && !features_acceptable(s->driver_features, features))
+		return refuse(m, why, -EBADMSG, "corrupt snapshot state: FEATURES_OK with driver "
+			      "features the device did not offer, or without VERSION_1");
+	if (s->interrupt_status & ~(uint32_t)ISR_BITS)
+		return refuse(m, why, -EBADMSG, "corrupt snapshot state: unknown interrupt status bits");
+	return decode_queues(m, in, s, why);
+}
+
+int virtio_mmio_restore(struct virtio_mmio *m, const void *data, size_t len, const char **why)
+{
+	struct mmio_snap *s;
+	struct snap_in in;
+	int rc;
+
+	/* A struct vq is over 1 KiB: four of them do not belong on a stack. */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return refuse(m, why, -ENOMEM, "out of memory restoring its state");
+	snap_in_init(&in, data, len);
+	pthread_mutex_lock(&m->lock);
+	/* Status 0: fresh, or reset (no queue is ready before FEATURES_OK). */
+	if (m->status)
+		rc = refuse(m, why, -EBUSY, "restore into a device the guest already uses");
+	else
+		rc = decode_transport(m, &in, s, why);
+	if (!rc && m->ops->restore)
+		rc = m->ops->restore(m->dev, &in, why);
+	else if (!rc && !snap_in_end(&in))
+		rc = refuse(m, why, -EBADMSG, "corrupt snapshot state: bytes after its end");
+	if (rc)
+		goto out_unlock;
+	m->driver_features = s->driver_features;
+	m->device_features_sel = s->device_features_sel;
+	m->driver_features_sel = s->driver_features_sel;
+	m->queue_sel = s->queue_sel;
+	m->status = (uint8_t)s->status;
+	atomic_store(&m->interrupt_status, s->interrupt_status);
+	m->config_generation = s->config_generation;
+	memcpy(m->queues, s->queues, sizeof(m->queues));
+out_unlock:
+	pthread_mutex_unlock(&m->lock);
+	free(s);
+	return rc;
+}
+
+void virtio_mmio_resume(struct virtio_mmio *m)
+{
+	pthread_mutex_lock(&m->lock);
+	if (virtio_mmio_live(m))
+		for (unsigned i = 0; i < m->ops->nr_queues; i++)
+			if (m->queues[i].ready)
+				kick_queue(m, i);
+	if (atomic_load(&m->interrupt_status))
+		signal_irq(m);
+	pthread_mutex_unlock(&m->lock);
 }

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "snapshot/codec.h"
 #include "virtio/queue.h"
 
 #define VIRTIO_MMIO_MAX_QUEUES 4
@@ -34,6 +35,19 @@ struct virtio_device_ops {
 	void (*queue_notify)(void *dev, struct virtio_mmio *m, unsigned index);
 	/* The driver reset the device: drop in-flight state. */
 	void (*reset)(void *dev);
+	/* Snapshot hooks, both optional: a device without them has nothing
+	 * to save beyond the transport. The vCPUs are paused and the I/O
+	 * thread is stopped.
+	 * save: append the device's own part of the payload (it follows the
+	 * transport's). Runs before the transport is encoded, so it may first
+	 * settle in-flight state into the queues (vsock gives back an rx chain
+	 * it holds); or it refuses with -EBUSY and *why naming the device.
+	 * restore: read the device's part, the rest of the payload, from `in`
+	 * (untrusted) and check all of it, snap_in_end included, before
+	 * changing anything; the transport's state is applied after it and
+	 * cannot fail. 0, or -EBADMSG / -EINVAL with *why naming the device. */
+	int (*save)(void *dev, struct snap_out *o, const char **why);
+	int (*restore)(void *dev, struct snap_in *in, const char **why);
 };
 
 /* What the I/O thread gets back when a kick eventfd fires. */
@@ -106,5 +120,41 @@ void virtio_mmio_fail(struct virtio_mmio *m, const char *why);
 
 /* Whether the device serves its queues: DRIVER_OK, not failed. */
 bool virtio_mmio_live(const struct virtio_mmio *m);
+
+/* Snapshot: append the transport's state, then the device's own
+ * (ops->save), as one section payload (docs/snapshot.md, "Devices"): the
+ * device id and queue count, features, selectors, status, interrupt
+ * status, config generation, and each queue's configuration and progress.
+ * The vCPUs must be paused (no register access in flight) and the I/O
+ * thread stopped (no device work in flight). 0; -EBUSY with *why when the
+ * device refuses (vsock with connections open); -ENOMEM. */
+int virtio_mmio_save(struct virtio_mmio *m, struct snap_out *o, const char **why)
+	__attribute__((warn_unused_result));
+
+/* Apply a saved payload (untrusted bytes) to a device fresh from its init
+ * (same config, same slot as the snapshotted one), guest RAM already
+ * restored. Checks, before changing anything: the same device id and
+ * queue count and exactly the features this device offers (else
+ * -EINVAL); a status from the virtio status table (3.1.1: each step of
+ * the init sequence, each with FAILED and NEEDS_RESET or not); from
+ * FEATURES_OK on, driver features the device offered, VERSION_1 among
+ * them; interrupt status bits VRING and CONFIG only; queues ready only from
+ * FEATURES_OK on, with EVENT_IDX as negotiated, each checked as
+ * vq_restore says; then the device's part (ops->restore). Anything else
+ * is -EBADMSG; a device that is not fresh is -EBUSY; *why names the
+ * device. Every selector value is accepted: the guest can write any, and
+ * each use checks it. Before any vCPU or the I/O thread runs. */
+int virtio_mmio_restore(struct virtio_mmio *m, const void *data, size_t len, const char **why)
+	__attribute__((warn_unused_result));
+
+/* After virtio_mmio_restore and vm_state_restore (the interrupt
+ * controllers): if the device is live, kick each ready queue once (a kick
+ * the guest wrote just before the pause may have been left unread in the
+ * old process's eventfd, so work it asked for was never done), and raise
+ * the interrupt again if one is pending (an irqfd write just before the
+ * pause may not have reached the saved interrupt controllers; a spurious
+ * one costs the driver a register read). Writes the eventfds only: the
+ * device does the work once the I/O thread runs. */
+void virtio_mmio_resume(struct virtio_mmio *m);
 
 #endif

@@ -279,3 +279,73 @@ bool vq_should_interrupt(struct vq *q)
 	/* Without a previous interrupt there is no "old" to compare with. */
 	return !valid || vring_need_event(load16(used_event(q)), now, old);
 }
+
+void vq_unpop(struct vq *q)
+{
+	q->last_avail_idx--;
+	/* A new batch: the head comes back from a fresh read of avail.idx,
+	 * so it is not taken for the same head made available twice. */
+	q->shadow_avail_idx = q->last_avail_idx;
+}
+
+/* The flags word of a saved queue. */
+#define VQ_SNAP_READY     (1u << 0)
+#define VQ_SNAP_EVENT_IDX (1u << 1)
+#define VQ_SNAP_SIGNALLED (1u << 2)
+
+void vq_save(const struct vq *q, struct snap_out *o)
+{
+	snap_out_u64(o, q->desc_gpa);
+	snap_out_u64(o, q->avail_gpa);
+	snap_out_u64(o, q->used_gpa);
+	snap_out_u32(o, q->size);
+	snap_out_u32(o, q->last_avail_idx);
+	snap_out_u32(o, q->used_idx);
+	snap_out_u32(o, q->signalled_used);
+	snap_out_u32(o, (q->ready ? VQ_SNAP_READY : 0) | (q->event_idx ? VQ_SNAP_EVENT_IDX : 0) |
+			(q->signalled_valid ? VQ_SNAP_SIGNALLED : 0));
+}
+
+int vq_restore(struct vq *q, struct snap_in *in, const struct guest_mem *mem,
+	       uint16_t queue_max, const char **why)
+{
+	uint32_t size, last_avail, used, signalled, flags;
+	int rc;
+
+	vq_reset(q);
+	q->desc_gpa = snap_in_u64(in);
+	q->avail_gpa = snap_in_u64(in);
+	q->used_gpa = snap_in_u64(in);
+	size = snap_in_u32(in);
+	last_avail = snap_in_u32(in);
+	used = snap_in_u32(in);
+	signalled = snap_in_u32(in);
+	flags = snap_in_u32(in);
+	if (in->bad)
+		return fail(why, "queue state cut short");
+	if ((size | last_avail | used | signalled) > 0xffff)
+		return fail(why, "queue size or index above 65535");
+	if (flags & ~(VQ_SNAP_READY | VQ_SNAP_EVENT_IDX | VQ_SNAP_SIGNALLED))
+		return fail(why, "unknown queue flags");
+	q->size = (uint16_t)size;
+	q->event_idx = flags & VQ_SNAP_EVENT_IDX;
+	if (!(flags & VQ_SNAP_READY)) {
+		/* Progress is made only while ready, and a reset clears it. */
+		if (last_avail || used || signalled || (flags & VQ_SNAP_SIGNALLED))
+			return fail(why, "progress on a queue that is not ready");
+		return 0;
+	}
+	if (size > queue_max)
+		return fail(why, "queue size above QueueNumMax");
+	/* The device pushes only what it popped, at most `size` apart. */
+	if ((uint16_t)(last_avail - used) > size)
+		return fail(why, "more chains in flight than the queue holds");
+	q->last_avail_idx = (uint16_t)last_avail;
+	q->used_idx = (uint16_t)used;
+	q->signalled_used = (uint16_t)signalled;
+	q->signalled_valid = flags & VQ_SNAP_SIGNALLED;
+	rc = vq_activate(q, mem, why);
+	if (rc)
+		vq_reset(q);
+	return rc;
+}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "mem.h"
+#include "snapshot/codec.h"
 
 /* Largest queue any mayfly device offers (QueueNumMax). A chain never has
  * more segments than the queue has descriptors. */
@@ -87,5 +88,30 @@ void vq_push(struct vq *q, uint16_t head, uint32_t written);
 /* After one or more vq_push calls: whether the driver wants an interrupt
  * now (used_event with EVENT_IDX, else VRING_AVAIL_F_NO_INTERRUPT). */
 bool vq_should_interrupt(struct vq *q);
+
+/* Give back the chain popped last, which the device has not pushed and
+ * will not touch: the next vq_pop reads it from the ring again, with every
+ * check. For a device holding a chain it cannot keep across a snapshot.
+ * Only on a ready queue, right after a vq_pop that returned 1 (no other pop
+ * in between). */
+void vq_unpop(struct vq *q);
+
+/* Snapshot payload of one queue, in bytes. */
+#define VQ_STATE_LEN 44
+
+/* Append the queue's configuration and progress (VQ_STATE_LEN bytes; the
+ * layout is in docs/snapshot.md, "Devices"). Not the batch bookkeeping:
+ * a restored queue starts a new batch. */
+void vq_save(const struct vq *q, struct snap_out *o);
+
+/* Read one queue's saved state from `in` (untrusted) into *q, a queue
+ * that is not live (it is reset first), and check it: a ready queue gets
+ * vq_activate's checks against `mem` (size a power of two, rings aligned
+ * and inside guest RAM), a size at most queue_max, and no more chains in
+ * flight (popped, not yet used) than its size; a queue that is not ready
+ * has no progress. 0, or -EINVAL with *why a fixed string (no device
+ * name: the caller adds it) and *q not ready. */
+int vq_restore(struct vq *q, struct snap_in *in, const struct guest_mem *mem,
+	       uint16_t queue_max, const char **why) __attribute__((warn_unused_result));
 
 #endif

@@ -107,13 +107,19 @@ void vsock_put_hdr(struct virtio_vsock *v, struct vq_chain *c, uint32_t src_port
 		.buf_alloc = buf_alloc, .fwd_cnt = fwd_cnt,
 	};
 	uint8_t raw[VSOCK_HDR_LEN];
-	struct iovec iov[VSOCK_HDR_LEN];
-	int n = vsock_chain_iov(c, 0, VSOCK_HDR_LEN, iov);
-	size_t done = 0;
 
 	vsock_hdr_encode(&h, raw);
+	vsock_chain_put(c, raw, VSOCK_HDR_LEN);
+}
+
+void vsock_chain_put(const struct vq_chain *c, const void *src, uint32_t len)
+{
+	struct iovec iov[VSOCK_HDR_LEN];
+	int n = vsock_chain_iov(c, 0, len, iov);
+	size_t done = 0;
+
 	for (int i = 0; i < n; i++) {
-		memcpy(iov[i].iov_base, raw + done, iov[i].iov_len);
+		memcpy(iov[i].iov_base, (const uint8_t *)src + done, iov[i].iov_len);
 		done += iov[i].iov_len;
 	}
 }
@@ -141,9 +147,8 @@ void vsock_queue_rst(struct virtio_vsock *v, uint32_t src_port, uint32_t dst_por
 	v->rsts[slot].dst = dst_port;
 }
 
-/* The guest broke the virtqueue protocol: fail the device and drop every
- * connection (their sockets close; the driver must reset anyway). */
-static void vsock_fail(struct virtio_vsock *v, const char *why)
+/* Every connection's socket closes: the driver must reset anyway. */
+void vsock_fail(struct virtio_vsock *v, const char *why)
 {
 	virtio_mmio_fail(&v->mmio, why);
 	v->rx_held = false;
@@ -306,10 +311,11 @@ static void vsock_queue_notify(void *dev, struct virtio_mmio *m, unsigned index)
 	vsock_sync(v);
 	if (index == VSOCK_QUEUE_TX)
 		vsock_tx(v, m);
-	/* Both an rx kick (new buffers) and tx work (owed replies) need it.
-	 * Event queue buffers are only kept: a transport reset event is for
-	 * snapshot restore, which mayfly does not do yet. */
-	if (index != VSOCK_QUEUE_EVENT)
+	/* Both an rx kick (new buffers) and tx work (owed replies) need the
+	 * rx pump. Event buffers are only used after a snapshot restore. */
+	if (index == VSOCK_QUEUE_EVENT)
+		vsock_event_pump(v);
+	else
 		vsock_rx_pump(v);
 }
 
@@ -331,6 +337,7 @@ static void vsock_reset(void *dev)
 
 	v->reset_pending = true;
 	v->rx_held = false;   /* the chain belonged to the old ring */
+	v->reset_event_owed = false;   /* a new driver has no connections to reset */
 	v->rst_len = 0;
 	v->tx_paused = false;
 	vsock_wake_io(v);
@@ -366,6 +373,8 @@ static const struct virtio_device_ops vsock_ops = {
 	.config_size = sizeof(struct virtio_vsock_config),
 	.queue_notify = vsock_queue_notify,
 	.reset = vsock_reset,
+	.save = vsock_snapshot_save,
+	.restore = vsock_snapshot_restore,
 };
 
 int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_cid,

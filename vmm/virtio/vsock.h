@@ -89,9 +89,13 @@ struct virtio_vsock {
 	bool tx_paused;               /* tx waits for room in rsts: the rx pump resumes it */
 
 	/* Queue scratch (I/O thread, lock held). An rx chain popped but not yet
-	 * filled is kept for the next packet: a chain cannot be given back. */
+	 * filled is kept for the next packet (a snapshot gives it back:
+	 * vq_unpop). */
 	bool rx_held;
-	struct vq_chain rx_chain, tx_chain;
+	struct vq_chain rx_chain, tx_chain, event_chain;
+	/* Restored from a snapshot: the guest is owed a TRANSPORT_RESET event,
+	 * sent once the event queue has a buffer (I/O thread, lock held). */
+	bool reset_event_owed;
 
 	/* Tunables, set by init; tests shorten them. */
 	unsigned max_conns;
@@ -130,6 +134,25 @@ int virtio_vsock_init(struct virtio_vsock *v, const char *path, uint64_t guest_c
  * -EAGAIN: VSOCK_LOCAL_BACKLOG connections already wait for the I/O thread
  * (at the cap they wait for a slot, as the listener's backlog does). */
 int virtio_vsock_connect_local(struct virtio_vsock *v);
+
+/* A snapshot of the device is its transport's: virtio_mmio_save and
+ * virtio_mmio_restore on &v->mmio, whose payload ends with the device's
+ * part (docs/snapshot.md, "Devices"): the guest CID, the next local port
+ * and the RSTs owed to the guest. Connections cannot be saved: a save with
+ * any open, closing or waiting to be taken is refused (-EBUSY), so the
+ * guest agent closes them first (virtio_vsock_quiet tells when they are
+ * gone). An rx buffer the device popped and holds is given back to the
+ * ring, so the restored device pops it again. A restore checks the guest
+ * CID is this device's (-EINVAL), and owes the guest a TRANSPORT_RESET
+ * event: virtio_mmio_resume kicks the event queue, and the I/O thread
+ * sends it as soon as the driver has an event buffer there (the guest's
+ * sockets that were connected then reset, as after a Firecracker restore;
+ * listeners stay). The Unix listener is this process's own: clients of
+ * the snapshotted VM are not carried over. */
+
+/* Whether the device has no connection left: none open, closing or
+ * waiting for the I/O thread. Any thread (takes the device lock). */
+bool virtio_vsock_quiet(struct virtio_vsock *v);
 
 /* Log the connection and byte statistics at info level. */
 void virtio_vsock_log_stats(const struct virtio_vsock *v);

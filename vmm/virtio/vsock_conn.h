@@ -108,6 +108,10 @@ enum vsock_verdict vsock_hdr_check(const struct vsock_hdr *h, uint64_t guest_cid
  * most VQ_MAX_SIZE); returns how many. The chain must hold off + len. */
 int vsock_chain_iov(const struct vq_chain *c, uint32_t off, uint32_t len, struct iovec *iov);
 
+/* Copy len bytes (at most VSOCK_HDR_LEN) to the start of a chain's
+ * segments; the caller checked it has room. */
+void vsock_chain_put(const struct vq_chain *c, const void *src, uint32_t len);
+
 /* Write a packet header from the host (CID 2) to the guest into an rx
  * chain; the rx pump checked it has room. */
 void vsock_put_hdr(struct virtio_vsock *v, struct vq_chain *c, uint32_t src_port,
@@ -132,6 +136,21 @@ void vsock_wake_io(struct virtio_vsock *v);
  * every connection now. Returns true if it did (the caller's connection
  * may be gone). I/O thread, lock held. */
 bool vsock_sync(struct virtio_vsock *v);
+
+/* The guest broke the virtqueue protocol: fail the device (NEEDS_RESET)
+ * and drop every connection. I/O thread, lock held. */
+void vsock_fail(struct virtio_vsock *v, const char *why);
+
+/* ---- vsock_snapshot.c ---- */
+
+/* The device's ops->save and ops->restore (see virtio_vsock in vsock.h
+ * and struct virtio_device_ops). Lock held. */
+int vsock_snapshot_save(void *dev, struct snap_out *o, const char **why);
+int vsock_snapshot_restore(void *dev, struct snap_in *in, const char **why);
+
+/* Send the TRANSPORT_RESET event a restore owes the guest, if the device
+ * is live and the event queue has a buffer. I/O thread, lock held. */
+void vsock_event_pump(struct virtio_vsock *v);
 
 /* ---- vsock_host.c ---- */
 

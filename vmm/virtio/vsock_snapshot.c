@@ -1,0 +1,132 @@
+/* vsock_snapshot.c - virtio-vsock across a snapshot: its part of the payload, and the TRANSPORT_RESET a restored guest is owed. */
+#include "virtio/vsock_conn.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct virtio_vsock_event) == 4, "the event is one le32 id");
+
+/* Connections open (or closing) and host connections waiting for the I/O
+ * thread. Lock held. */
+static unsigned conns_left(struct virtio_vsock *v, unsigned *waiting)
+{
+	pthread_mutex_lock(&v->local_lock);
+	*waiting = v->local_len;
+	pthread_mutex_unlock(&v->local_lock);
+	return v->nr_conns;
+}
+
+bool virtio_vsock_quiet(struct virtio_vsock *v)
+{
+	unsigned open, waiting;
+
+	pthread_mutex_lock(&v->mmio.lock);
+	open = conns_left(v, &waiting);
+	pthread_mutex_unlock(&v->mmio.lock);
+	return !open && !waiting;
+}
+
+/*
+ * A connection is a socket in this process and state on both sides of the
+ * guest: nothing a file can carry. So a snapshot holds none, and the guest
+ * agent closes them before one is taken.
+ *
+ * An rx buffer the device popped and holds (it waits for the next packet)
+ * is given back instead of saved: vq_unpop moves last_avail_idx back over
+ * it, so the saved queue looks as if it was never popped, and the restored
+ * device pops it again from guest RAM, with every check. Saving the chain
+ * itself would mean saving guest addresses to trust later without them.
+ */
+int vsock_snapshot_save(void *dev, struct snap_out *o, const char **why)
+{
+	struct virtio_vsock *v = dev;
+	unsigned waiting, open = conns_left(v, &waiting);
+
+	if (open || waiting)
+		return snap_why(why, -EBUSY, "virtio-vsock %s: %u connections open and %u waiting: "
+				"a snapshot holds none (the guest agent closes them first)",
+				v->mmio.name, open, waiting);
+	if (v->rx_held) {
+		vq_unpop(&v->mmio.queues[VSOCK_QUEUE_RX]);
+		v->rx_held = false;
+	}
+	snap_out_u64(o, v->guest_cid);
+	snap_out_u32(o, v->next_port);
+	snap_out_u32(o, v->rst_len);
+	for (unsigned i = 0; i < v->rst_len; i++) {
+		unsigned slot = (v->rst_head + i) % VSOCK_RST_RING;
+
+		snap_out_u32(o, v->rsts[slot].src);
+		snap_out_u32(o, v->rsts[slot].dst);
+	}
+	return 0;
+}
+
+int vsock_snapshot_restore(void *dev, struct snap_in *in, const char **why)
+{
+	struct virtio_vsock *v = dev;
+	uint64_t cid = snap_in_u64(in);
+	uint32_t next_port = snap_in_u32(in), nr_rsts = snap_in_u32(in);
+	uint32_t rsts[VSOCK_RST_RING][2];
+
+	if (nr_rsts > VSOCK_RST_RING)
+		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: %u RSTs "
+				"owed, at most %u", v->mmio.name, nr_rsts, VSOCK_RST_RING);
+	for (uint32_t i = 0; i < nr_rsts; i++) {
+		rsts[i][0] = snap_in_u32(in);
+		rsts[i][1] = snap_in_u32(in);
+	}
+	if (!snap_in_end(in))
+		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: its part is "
+				"cut short or has bytes after it", v->mmio.name);
+	if (cid != v->guest_cid)
+		return snap_why(why, -EINVAL, "virtio-vsock %s: the snapshot's guest CID is %llu, "
+				"this device's %llu", v->mmio.name, (unsigned long long)cid,
+				(unsigned long long)v->guest_cid);
+	/* The range vsock_host.c hands out local ports from. */
+	if (next_port < VSOCK_HOST_PORT_BASE || next_port == 0xffffffffu)
+		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: next local "
+				"port %u outside %u..%u", v->mmio.name, next_port,
+				VSOCK_HOST_PORT_BASE, 0xfffffffeu);
+	v->next_port = next_port;
+	v->rst_head = 0;
+	v->rst_len = nr_rsts;
+	for (uint32_t i = 0; i < nr_rsts; i++) {
+		v->rsts[i].src = rsts[i][0];
+		v->rsts[i].dst = rsts[i][1];
+	}
+	v->rx_held = false;
+	/* The guest's connected sockets talk to a host that is gone: the
+	 * event makes its driver reset them (listeners stay). */
+	v->reset_event_owed = true;
+	return 0;
+}
+
+void vsock_event_pump(struct virtio_vsock *v)
+{
+	struct vq *q = &v->mmio.queues[VSOCK_QUEUE_EVENT];
+	struct vq_chain *c = &v->event_chain;
+	struct virtio_vsock_event ev = { .id = htole32(VIRTIO_VSOCK_EVENT_TRANSPORT_RESET) };
+	const char *why = "";
+	int rc;
+
+	if (!v->reset_event_owed || !virtio_mmio_live(&v->mmio) || !q->ready)
+		return;
+	rc = vq_pop(q, c, &why);
+	if (rc < 0) {
+		vsock_fail(v, why);
+		return;
+	}
+	if (rc == 0)
+		return;   /* no buffer yet: the driver kicks when it adds one */
+	if (c->nr_readable || c->writable_len < sizeof(ev)) {
+		vsock_fail(v, "event buffer with device-readable parts or under 4 bytes");
+		return;
+	}
+	vsock_chain_put(c, &ev, sizeof(ev));
+	vq_push(q, c->head, sizeof(ev));
+	v->reset_event_owed = false;
+	if (vq_should_interrupt(q))
+		virtio_mmio_notify(&v->mmio);
+}
