@@ -10,16 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Sections (0x10-0xfff are the VMM's; vm_snapshot.h has the rest). A
- * device's number follows from the builder's order, which a restore
- * repeats from the same config. */
-enum {
-	SEC_SERIAL = 0x20,
-	SEC_I8042 = 0x21,
-	SEC_BOOT_TIMER = 0x22,
-	SEC_VIRTIO_BASE = 0x100,     /* + virtio-mmio slot: the transport and its device */
-	SEC_OVERLAY_BASE = 0x200,    /* + disk index: a copy-on-write disk's dirty bitmap */
-};
+/* Sections: format.h. A virtio device's slot follows from the builder's
+ * order, which a restore repeats from the same config. */
+_Static_assert(VM_MAX_VIRTIO <= SNAP_SEC_VIRTIO_MAX, "a section per virtio slot");
 
 static int add(struct snap_writer *w, uint32_t type, struct snap_out *o, const char **why)
 {
@@ -59,7 +52,7 @@ static int save_disks(struct vm *vm, const char *dir, struct snap_writer *w,
 		if (!rc)
 			rc = disk_cow_save(d, path, &o, why);
 		if (!rc)
-			rc = add(w, SEC_OVERLAY_BASE + i, &o, why);
+			rc = add(w, SNAP_SEC_OVERLAY(i), &o, why);
 		else
 			snap_out_free(&o);
 		if (!rc)
@@ -83,7 +76,7 @@ int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
 		snap_out_init(&o);
 		rc = virtio_mmio_save(vm->virtio[i], &o, why);
 		if (!rc)
-			rc = add(w, SEC_VIRTIO_BASE + i, &o, why);
+			rc = add(w, SNAP_SEC_VIRTIO(i), &o, why);
 		else
 			snap_out_free(&o);
 	}
@@ -91,17 +84,17 @@ int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
 		return rc;
 	snap_out_init(&o);
 	serial_save(&vm->serial, &o);
-	rc = add(w, SEC_SERIAL, &o, why);
+	rc = add(w, SNAP_SEC_SERIAL, &o, why);
 	snap_out_init(&o);
 	i8042_save(&vm->i8042, &o);
 	if (!rc)
-		rc = add(w, SEC_I8042, &o, why);
+		rc = add(w, SNAP_SEC_I8042, &o, why);
 	else
 		snap_out_free(&o);
 	snap_out_init(&o);
 	boot_timer_save(&vm->boot_timer, &o);
 	if (!rc)
-		rc = add(w, SEC_BOOT_TIMER, &o, why);
+		rc = add(w, SNAP_SEC_BOOT_TIMER, &o, why);
 	else
 		snap_out_free(&o);
 	return rc;
@@ -124,22 +117,22 @@ int vm_devices_restore(struct vm *vm, const struct snapshot *s, const char **why
 	int rc;
 
 	for (unsigned i = 0; i < vm->nr_virtio; i++) {
-		sec = need(s, SEC_VIRTIO_BASE + i, vm->virtio[i]->name, why);
+		sec = need(s, SNAP_SEC_VIRTIO(i), vm->virtio[i]->name, why);
 		if (!sec)
 			return -EBADMSG;
 		rc = virtio_mmio_restore(vm->virtio[i], sec->data, sec->len, why);
 		if (rc)
 			return rc;
 	}
-	if (snap_find(s->file, SEC_VIRTIO_BASE + vm->nr_virtio))
+	if (snap_find(s->file, SNAP_SEC_VIRTIO(vm->nr_virtio)))
 		return snap_why(why, -EBADMSG, "the snapshot's VM had more virtio devices");
-	if (!(sec = need(s, SEC_SERIAL, "serial", why)) ||
+	if (!(sec = need(s, SNAP_SEC_SERIAL, "serial", why)) ||
 	    (rc = serial_restore(&vm->serial, sec->data, sec->len, why)))
 		return sec ? rc : -EBADMSG;
-	if (!(sec = need(s, SEC_I8042, "i8042", why)) ||
+	if (!(sec = need(s, SNAP_SEC_I8042, "i8042", why)) ||
 	    (rc = i8042_restore(&vm->i8042, sec->data, sec->len, why)))
 		return sec ? rc : -EBADMSG;
-	if (!(sec = need(s, SEC_BOOT_TIMER, "boot timer", why)) ||
+	if (!(sec = need(s, SNAP_SEC_BOOT_TIMER, "boot timer", why)) ||
 	    (rc = boot_timer_restore(&vm->boot_timer, sec->data, sec->len, why)))
 		return sec ? rc : -EBADMSG;
 	return 0;
@@ -154,7 +147,7 @@ void vm_devices_resume(struct vm *vm)
 int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char *base,
 			const char *name, const char **why)
 {
-	const struct snap_section *sec = snap_find(s->file, SEC_OVERLAY_BASE + 0);
+	const struct snap_section *sec = snap_find(s->file, SNAP_SEC_OVERLAY(0));
 	char path[CONFIG_PATH_MAX + 64];
 
 	if (!sec)

@@ -18,11 +18,6 @@ struct kvm_cpuid2;
 #define SNAPSHOT_MEMORY      "memory"
 #define SNAPSHOT_OVERLAY_FMT "disk-%s"    /* a copy-on-write disk's overlay: disk-vda */
 
-/* Sections of the state file beyond format.h's (0x10-0xfff are ours). */
-enum {
-	SNAP_SEC_FILES = 0x10,     /* the identity of every file the snapshot depends on */
-};
-
 /* What a snapshot depends on: the kernel it booted and the root image
  * under its copy-on-write disk (content), and its own memory and overlay
  * files (so that a file changed since, by accident or on purpose, is

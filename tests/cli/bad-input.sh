@@ -73,7 +73,7 @@ exec 9<&-
 # mayfly run / exec / cp: mayfly's own failures are 125, the agent's 126 (like env(1)).
 expect "run without a command" 125 "no command given" -- "$mayfly" run --json
 expect "run with a bad flag" 125 "unknown option '--bogus'" -- "$mayfly" run --bogus -- true
-expect "run with a missing rootfs" 125 "rootfs '$tmp/nope'" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/nope" -- true
+expect "run with a missing rootfs" 125 "rootfs: cannot open '$tmp/nope'" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/nope" -- true
 expect "run with a missing --stdin file" 125 "cannot open --stdin" -- "$mayfly" run --kernel "$good_kernel" --rootfs "$tmp/held.img" --stdin "$tmp/nope" -- cat
 expect "exec without --vsock" 125 "--vsock PATH is required" -- "$mayfly" exec -- true
 expect "exec to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" exec --vsock "$tmp/no.sock" -- true

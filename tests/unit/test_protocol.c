@@ -491,7 +491,8 @@ Test(protocol, type_names)
 	cr_assert_str_eq(proto_type_name(PROTO_EXEC), "EXEC");
 	cr_assert_str_eq(proto_type_name(PROTO_LIST_ENTRIES), "LIST_ENTRIES");
 	cr_assert_str_eq(proto_type_name(0), "unknown");
-	cr_assert_str_eq(proto_type_name(16), "unknown");
+	cr_assert_str_eq(proto_type_name(PROTO_FRESHEN), "FRESHEN");
+	cr_assert_str_eq(proto_type_name(18), "unknown");
 	cr_assert_str_eq(proto_type_name(255), "unknown");
 }
 

@@ -18,19 +18,26 @@
 
 #define KEY_CHARS 32   /* 128 bits of the sha256: names, not secrets */
 
-static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **why)
+static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **what,
+		     const char **why)
 {
 	struct image_id self, kernel, rootfs;
 	uint8_t digest[IMAGE_HASH_LEN];
 	char hex[2 * IMAGE_HASH_LEN + 1];
 	uint64_t nums[3] = { SNAP_FORMAT_VERSION, cfg->mem_mib, cfg->cpus };
 	SHA2_CTX ctx;
-	int rc = image_id_get("/proc/self/exe", &self, why);
+	int rc;
 
-	if (!rc)
+	*what = "mayfly itself";
+	rc = image_id_get("/proc/self/exe", &self, why);
+	if (!rc) {
+		*what = "kernel";
 		rc = image_id_get(cfg->kernel, &kernel, why);
-	if (!rc)
+	}
+	if (!rc) {
+		*what = "rootfs";
 		rc = image_id_get(cfg->rootfs, &rootfs, why);
+	}
 	if (rc)
 		return rc;
 	SHA256Init(&ctx);
@@ -73,7 +80,7 @@ static int mkdirs(const char *path)
 int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose)
 {
 	char cache[CONFIG_PATH_MAX], key[KEY_CHARS + 1], lock[CONFIG_PATH_MAX + 64];
-	const char *why = "";
+	const char *why = "", *what = "";
 	uint64_t t0;
 	int fd, rc, code;
 
@@ -82,8 +89,8 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 			 "booting cold");
 		return -1;
 	}
-	if (cache_key(cfg, key, &why)) {
-		log_say("cannot name the default snapshot: %s (use --cold or --snapshot DIR)", why);
+	if (cache_key(cfg, key, &what, &why)) {
+		log_say("%s: %s", what, why);
 		return RUN_EXIT_MAYFLY;
 	}
 	if (snprintf(dir, len, "%s/snapshots/%s", cache, key) >= (int)len ||

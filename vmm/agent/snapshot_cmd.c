@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define QUIESCE_WAIT_S 30
-#define IDLE_WAIT_S    5
+#define IDLE_WAIT_S    15   /* a closing connection may linger 10 s (VSOCK_LINGER_MS) */
 #define NS             1000000000ULL
 
 struct make_ctx {

@@ -25,6 +25,9 @@ const char *snap_section_name(uint32_t type, char *buf, size_t size)
 	case SNAP_SEC_VM:
 		snprintf(buf, size, "vm");
 		break;
+	case SNAP_SEC_FILES:
+		snprintf(buf, size, "files");
+		break;
 	case SNAP_SEC_SERIAL:
 		snprintf(buf, size, "serial");
 		break;
