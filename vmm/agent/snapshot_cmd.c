@@ -56,8 +56,10 @@ static int quiesce(struct agent_client *c, const char **why)
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline);
 	while (!rc) {
 		rc = agent_client_recv(c, &f, deadline);
-		if (rc == 1 && f.id == id && f.type == PROTO_OK)
+		if (rc == 1 && f.id == id && f.type == PROTO_OK) {
+			rc = 0;
 			break;
+		}
 		if (rc == 1 && f.id == id) {
 			*why = "the guest agent refused QUIESCE";
 			return -EPROTO;
