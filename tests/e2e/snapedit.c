@@ -60,5 +60,9 @@ int main(int argc, char **argv)
 	}
 	if (snap_writer_save(&w, argv[1], &why))
 		return fprintf(stderr, "snapedit: %s\n", why), 1;
+	snap_writer_free(&w);
+	snap_out_free(&o);
+	free(cpuid);
+	free(buf);
 	return 0;
 }

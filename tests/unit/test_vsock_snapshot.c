@@ -173,6 +173,35 @@ Test(vsock_snapshot, held_rx_buffer_comes_back_and_the_guest_hears_transport_res
 	vg_check_guards();
 }
 
+/* Linux handles the event on one work queue and a REQUEST on another: a
+ * host connection made while the reset is being handled could be reset by
+ * it. So a CONNECT waits until the driver has put the event buffer back. */
+Test(vsock_snapshot, a_host_connect_waits_until_the_guest_handled_its_reset)
+{
+	uint32_t event;
+	const char *why = "";
+	struct pkt req;
+	int fd;
+
+	guest_init(FEAT_VERSION_1 | FEAT_EVENT_IDX);
+	rx_post(4, RX_DEFAULT);
+	cr_assert_eq(save(&why), 0, "%s", why);
+	restore_fresh();
+	ev_post(4);
+	cr_assert(ev_get(&event), "no TRANSPORT_RESET after the restore");
+	fd = client_open();
+	client_say(fd, "CONNECT 1024\n");
+	spin();
+	expect_no_rx();   /* held: the guest may still be resetting its sockets */
+	ev_post(4);       /* the driver is done with the event and refills */
+	spin();
+	cr_assert(rx_get(&req), "the CONNECT was not passed on after the reset was handled");
+	cr_assert_eq(req.op, OP_REQUEST);
+	cr_assert_eq(req.dst_port, 1024);
+	close(fd);
+	vg_check_guards();
+}
+
 Test(vsock_snapshot, owed_rsts_and_a_paused_tx_go_on)
 {
 	uint16_t last;

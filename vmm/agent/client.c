@@ -193,14 +193,27 @@ int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_
 		rc = agent_client_recv(c, &f, deadline_ns);
 		rc = rc == 1 ? (f.type == PROTO_HELLO_OK ? 0 : -EPROTO) : rc ? rc : -ETIMEDOUT;
 	}
-	if (rc) {
+	if (rc == -EPROTO) {
+		static _Thread_local char msg[200];
+
+		snprintf(msg, sizeof(msg), "the guest agent answered HELLO with %s, not HELLO_OK",
+			 proto_type_name(f.type));
+		if (f.type == PROTO_ERROR) {
+			char err[120];
+			int e = agent_client_error(&f, err, sizeof(err));
+
+			snprintf(msg, sizeof(msg), "the guest agent refused HELLO: %s (%s)", err,
+				 strerror(-e));
+		}
+		*why = msg;
+	} else if (rc) {
 		*why = rc == -ETIMEDOUT ? "the guest agent did not answer HELLO in time" :
 		       rc == -ECANCELED ? "the VM ended before its agent answered" :
-		       "the guest agent's HELLO reply is not HELLO_OK (version mismatch?)";
-		agent_client_close(c);
-		return rc;
+		       "lost the guest agent during HELLO";
 	}
-	return 0;
+	if (rc)
+		agent_client_close(c);
+	return rc;
 }
 
 void agent_client_close(struct agent_client *c)

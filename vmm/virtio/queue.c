@@ -120,6 +120,26 @@ static int read_avail_idx(struct vq *q, const char **why)
 	return pending;
 }
 
+uint16_t vq_avail_mark(struct vq *q)
+{
+	uint16_t idx = load16(q->avail + AVAIL_IDX);
+
+	if (q->event_idx) {
+		/* Ask for a kick when the driver adds past what it has added now. */
+		store16(avail_event(q), idx);
+		/* Full fence: the avail_event store before the re-read (as in
+		 * avail_pending: store-to-load order, else a lost kick). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		idx = load16(q->avail + AVAIL_IDX);
+	}
+	return idx;
+}
+
+bool vq_avail_moved(const struct vq *q, uint16_t mark)
+{
+	return load16(q->avail + AVAIL_IDX) != mark;
+}
+
 /* Whether an entry is waiting: 1, 0, or -EINVAL. */
 static int avail_pending(struct vq *q, const char **why)
 {

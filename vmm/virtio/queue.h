@@ -85,6 +85,13 @@ int vq_pop(struct vq *q, struct vq_chain *chain, const char **why);
  * writable segments (the used ring entry, then used.idx with release order). */
 void vq_push(struct vq *q, uint16_t head, uint32_t written);
 
+/* The driver's avail.idx now, on a ready queue, asking (with EVENT_IDX)
+ * for a kick when it adds another entry; vq_avail_moved tells whether it
+ * has since. For a device that must know when the driver has handled
+ * something it was given and refilled (vsock's TRANSPORT_RESET). */
+uint16_t vq_avail_mark(struct vq *q);
+bool vq_avail_moved(const struct vq *q, uint16_t mark);
+
 /* After one or more vq_push calls: whether the driver wants an interrupt
  * now (used_event with EVENT_IDX, else VRING_AVAIL_F_NO_INTERRUPT). */
 bool vq_should_interrupt(struct vq *q);

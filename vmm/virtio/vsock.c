@@ -338,6 +338,7 @@ static void vsock_reset(void *dev)
 	v->reset_pending = true;
 	v->rx_held = false;   /* the chain belonged to the old ring */
 	v->reset_event_owed = false;   /* a new driver has no connections to reset */
+	v->reset_unacked = false;
 	v->rst_len = 0;
 	v->tx_paused = false;
 	vsock_wake_io(v);

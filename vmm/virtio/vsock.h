@@ -96,6 +96,11 @@ struct virtio_vsock {
 	/* Restored from a snapshot: the guest is owed a TRANSPORT_RESET event,
 	 * sent once the event queue has a buffer (I/O thread, lock held). */
 	bool reset_event_owed;
+	/* Delivered, and the driver has not yet refilled the event queue: its
+	 * handling (resetting every connected socket) may still be running,
+	 * so host connections wait, or it could reset them too. */
+	bool reset_unacked;
+	uint16_t reset_mark;          /* the event queue's avail.idx at delivery */
 
 	/* Tunables, set by init; tests shorten them. */
 	unsigned max_conns;

@@ -53,7 +53,7 @@ static uint32_t conn_wanted_events(const struct vsock_conn *c)
 
 	switch (c->state) {
 	case CONN_LINE:
-		return EPOLLIN | EPOLLRDHUP;
+		return c->line_held ? 0 : EPOLLIN | EPOLLRDHUP;
 	case CONN_CONNECTING:
 		return 0;   /* only HUP/ERR: the client's data waits for the guest */
 	case CONN_OPEN:
@@ -703,7 +703,10 @@ static void conn_handle(struct vsock_conn *c, uint32_t events)
 	}
 	switch (c->state) {
 	case CONN_LINE:
-		vsock_host_read_line(c);
+		if (c->line_held && (events & EPOLLHUP))
+			vsock_conn_free(c);   /* the client left while it waited */
+		else
+			vsock_host_read_line(c);
 		return;
 	case CONN_CONNECTING:
 		if (events & EPOLLHUP)

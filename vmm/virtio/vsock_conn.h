@@ -54,6 +54,7 @@ struct vsock_conn {
 	bool hashed, in_rx;
 	enum conn_state state;
 	bool host_initiated;
+	bool line_held;                     /* its CONNECT waits for a restore's reset */
 	int fd;                             /* -1 once closed */
 	bool watched;                       /* fd is in the event loop ... */
 	uint32_t events;                    /* ... for these events */
@@ -142,6 +143,10 @@ bool vsock_sync(struct virtio_vsock *v);
 void vsock_fail(struct virtio_vsock *v, const char *why);
 
 /* ---- vsock_snapshot.c ---- */
+
+/* While a restored guest has not handled its TRANSPORT_RESET: true (and
+ * c is parked, unwatched, its CONNECT line left in the socket). */
+bool vsock_hold_line(struct vsock_conn *c);
 
 /* The device's ops->save and ops->restore (see virtio_vsock in vsock.h
  * and struct virtio_device_ops). Lock held. */

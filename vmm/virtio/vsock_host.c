@@ -137,6 +137,8 @@ void vsock_host_read_line(struct vsock_conn *c)
 		vsock_conn_free(c);   /* gone mid-line: the guest never heard of it */
 		return;
 	}
+	if (vsock_hold_line(c))
+		return;
 	nl = memchr(peek, '\n', (size_t)n);
 	take = nl ? (size_t)(nl - peek) + 1 : (size_t)n;
 	if (recv(c->fd, c->line + c->line_len, take, MSG_DONTWAIT) != (ssize_t)take) {

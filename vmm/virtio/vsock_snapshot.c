@@ -103,6 +103,35 @@ int vsock_snapshot_restore(void *dev, struct snap_in *in, const char **why)
 	return 0;
 }
 
+bool vsock_hold_line(struct vsock_conn *c)
+{
+	struct virtio_vsock *v = c->v;
+
+	if (!v->reset_event_owed && !v->reset_unacked)
+		return false;
+	if (!c->line_held) {
+		c->line_held = true;
+		if (vsock_conn_watch(c))
+			vsock_conn_free(c);
+	}
+	return true;
+}
+
+/* The guest handled its reset: the connections that waited go on. */
+static void release_lines(struct virtio_vsock *v)
+{
+	struct vsock_conn *c, *next;
+
+	for (c = v->conns; c; c = next) {
+		next = c->next;
+		if (c->state != CONN_LINE || !c->line_held)
+			continue;
+		c->line_held = false;
+		if (vsock_conn_watch(c))
+			vsock_conn_free(c);
+	}
+}
+
 void vsock_event_pump(struct virtio_vsock *v)
 {
 	struct vq *q = &v->mmio.queues[VSOCK_QUEUE_EVENT];
@@ -111,7 +140,18 @@ void vsock_event_pump(struct virtio_vsock *v)
 	const char *why = "";
 	int rc;
 
-	if (!v->reset_event_owed || !virtio_mmio_live(&v->mmio) || !q->ready)
+	if (!virtio_mmio_live(&v->mmio) || !q->ready)
+		return;
+	/* Linux's event work resets the connected sockets, then puts the
+	 * buffer back and kicks: a new entry means the reset is done. */
+	if (v->reset_unacked) {
+		if (vq_avail_moved(q, v->reset_mark)) {
+			v->reset_unacked = false;
+			release_lines(v);
+		}
+		return;
+	}
+	if (!v->reset_event_owed)
 		return;
 	rc = vq_pop(q, c, &why);
 	if (rc < 0) {
@@ -127,6 +167,8 @@ void vsock_event_pump(struct virtio_vsock *v)
 	vsock_chain_put(c, &ev, sizeof(ev));
 	vq_push(q, c->head, sizeof(ev));
 	v->reset_event_owed = false;
+	v->reset_unacked = true;
+	v->reset_mark = vq_avail_mark(q);
 	if (vq_should_interrupt(q))
 		virtio_mmio_notify(&v->mmio);
 }
