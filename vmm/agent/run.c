@@ -241,6 +241,8 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	if (ctx->restoring)
 		snapshot_free(&ctx->snap);
 
+	if (!ctx->va.built)
+		return RUN_EXIT_MAYFLY;   /* vm_build logged why, in one line */
 	if (ctx->va.job_done) {
 		code = ctx->res.exit_code;
 		if (ctx->res.error[0])
@@ -249,7 +251,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 		char msg[300];
 
 		snprintf(msg, sizeof(msg), "the VM ended before the command did: %s",
-			 ctx->va.vm.exit_reason[0] ? ctx->va.vm.exit_reason : "it could not be built");
+			 ctx->va.vm.exit_reason);
 		report_failure(ctx->o, msg);
 		code = code >= 128 ? code : code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 	}

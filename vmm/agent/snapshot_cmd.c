@@ -148,6 +148,8 @@ int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, 
 			 (unsigned long long)m->stats.overlay_bytes >> 10, m->stats.state_bytes,
 			 (double)m->stats.pause_us / 1000);
 		code = 0;
+	} else if (!m->va.built) {
+		code = RUN_EXIT_MAYFLY;   /* vm_build logged why */
 	} else {
 		if (m->va.job_done)
 			code = m->code;

@@ -134,6 +134,7 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	va->built_ns = clock_now_ns();
 	if (code)
 		return code;
+	va->built = true;
 	va->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (va->cancel_fd < 0) {
 		log_error("cannot create an eventfd: %s", strerror(errno));

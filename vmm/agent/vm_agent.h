@@ -20,6 +20,7 @@ struct vm_agent {
 	struct vm vm;
 	uint64_t start_ns;            /* process start (CLOCK_MONOTONIC) */
 	uint64_t built_ns;            /* vm_build returned */
+	bool built;                   /* and succeeded: vm_run ran (else it logged why) */
 	uint64_t ready_ns;            /* the agent answered; 0 if never */
 	int cancel_fd;                /* eventfd: the VM ended; every agent wait gives up */
 	struct agent_client client;
