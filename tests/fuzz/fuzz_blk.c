@@ -1,19 +1,12 @@
 /* fuzz_blk.c - libFuzzer target: a hostile guest drives virtio-mmio registers, the virtqueue and virtio-blk requests. */
 #include "disk/disk.h"
+#include "fuzz_virtio.h"
 #include "log.h"
 #include "mem.h"
 #include "virtio/blk.h"
-#include "virtio/mmio.h"
 
-/* System headers after mmio.h: it defines VIRTIO_MMIO_VENDOR_ID (the
- * value) and so does <linux/virtio_mmio.h> (the register offset); in this
- * order the second definition, in a system header, is not an error. */
 #include <errno.h>
 #include <linux/virtio_blk.h>
-#include <linux/virtio_config.h>
-#include <linux/virtio_mmio.h>
-#include <linux/virtio_ring.h>
-#include <sanitizer/asan_interface.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,17 +47,9 @@
 
 static const uint16_t queue_sizes[8] = { 8, 16, 32, 64, 128, 256, 1, 2 };
 
-/* Guest RAM between two guard zones. The guards are poisoned for ASan (an
- * instrumented access faults at once) and hold a canary pattern checked
- * after every input (catches writes ASan cannot see, e.g. by the kernel).
- * Page-aligned like real guest RAM, which queue.c's atomics rely on. */
-static struct {
-	uint8_t lo[GUARD_SIZE];
-	uint8_t ram[RAM_SIZE];
-	uint8_t hi[GUARD_SIZE];
-} arena __attribute__((aligned(4096)));
-
-#define CANARY 0x5au
+/* Guest RAM between two guard zones (fuzz_common.h: poisoned for ASan,
+ * canaries checked after every input). */
+FUZZ_ARENA(RAM_SIZE, GUARD_SIZE);
 
 static struct guest_mem mem;
 static struct virtio_blk blk;
@@ -111,9 +96,6 @@ static void make_base_image(void)
 	snprintf(base_path, sizeof(base_path), "/proc/self/fd/%d", fd);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *lvl = getenv("MAYFLY_FUZZ_LOG");
@@ -133,24 +115,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	disk_close(&disk);
 
-	memset(arena.lo, CANARY, sizeof(arena.lo));
-	memset(arena.hi, CANARY, sizeof(arena.hi));
-	ASAN_POISON_MEMORY_REGION(arena.lo, sizeof(arena.lo));
-	ASAN_POISON_MEMORY_REGION(arena.hi, sizeof(arena.hi));
+	guards_set(arena.lo, arena.hi, GUARD_SIZE);
 	mem_init_fake(&mem, arena.ram, RAM_SIZE);
 	return 0;
-}
-
-/* Reads the poisoned guards on purpose, so ASan must not check it. */
-__attribute__((no_sanitize("address"), noinline))
-static int guards_intact(void)
-{
-	const volatile uint8_t *lo = arena.lo, *hi = arena.hi;
-	uint8_t diff = 0;
-
-	for (size_t i = 0; i < GUARD_SIZE; i++)
-		diff |= (uint8_t)((lo[i] ^ CANARY) | (hi[i] ^ CANARY));
-	return diff == 0;
 }
 
 /* Named so the stack trace says what broke. */
@@ -166,42 +133,6 @@ static void chain_neither_returned_nor_failed(void)
 {
 	fprintf(stderr, "fuzz_blk: a popped chain was not pushed, yet the device is healthy\n");
 	abort();
-}
-
-/* The script's cursor: reads past the end give zeros. */
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t take8(struct cursor *c)
-{
-	if (!c->left)
-		return 0;
-	c->left--;
-	return *c->p++;
-}
-
-static uint16_t take16(struct cursor *c)
-{
-	uint16_t lo = take8(c);
-
-	return (uint16_t)(lo | take8(c) << 8);
-}
-
-static uint32_t take32(struct cursor *c)
-{
-	uint32_t lo = take16(c);
-
-	return lo | (uint32_t)take16(c) << 16;
-}
-
-static void reg_write(uint64_t offset, uint32_t val)
-{
-	uint8_t buf[4];
-
-	memcpy(buf, &val, 4);
-	virtio_mmio_io(&blk.mmio, offset, buf, 4, true);
 }
 
 struct layout {
@@ -235,36 +166,10 @@ static struct layout layout_for(uint8_t flags)
 static void bring_up(uint8_t flags)
 {
 	struct layout l = layout_for(flags);
-	uint8_t buf[4];
-	uint32_t low;
 
-	reg_write(VIRTIO_MMIO_STATUS, 0);
-	reg_write(VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE);
-	reg_write(VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	/* Take every offered feature in the low word (RO, FLUSH, ...) but
-	 * EVENT_IDX, which the flags choose. */
-	reg_write(VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	virtio_mmio_io(&blk.mmio, VIRTIO_MMIO_DEVICE_FEATURES, buf, 4, false);
-	memcpy(&low, buf, 4);
-	if (!(flags & FLAG_EVENT_IDX))
-		low &= ~(1u << VIRTIO_RING_F_EVENT_IDX);
-	reg_write(VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
-	reg_write(VIRTIO_MMIO_DRIVER_FEATURES, low);
-	reg_write(VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
-	reg_write(VIRTIO_MMIO_DRIVER_FEATURES, 1u << (VIRTIO_F_VERSION_1 - 32));
-	reg_write(VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-				      VIRTIO_CONFIG_S_FEATURES_OK);
-	reg_write(VIRTIO_MMIO_QUEUE_SEL, 0);
-	reg_write(VIRTIO_MMIO_QUEUE_NUM, l.size);
-	reg_write(VIRTIO_MMIO_QUEUE_DESC_LOW, (uint32_t)l.desc);
-	reg_write(VIRTIO_MMIO_QUEUE_DESC_HIGH, 0);
-	reg_write(VIRTIO_MMIO_QUEUE_AVAIL_LOW, (uint32_t)l.avail);
-	reg_write(VIRTIO_MMIO_QUEUE_AVAIL_HIGH, 0);
-	reg_write(VIRTIO_MMIO_QUEUE_USED_LOW, (uint32_t)l.used);
-	reg_write(VIRTIO_MMIO_QUEUE_USED_HIGH, 0);
-	reg_write(VIRTIO_MMIO_QUEUE_READY, 1);
-	reg_write(VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-				      VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
+	fuzz_negotiate(&blk.mmio, flags & FLAG_EVENT_IDX);
+	fuzz_queue_setup(&blk.mmio, 0, l.size, l.desc, l.avail, l.used);
+	fuzz_driver_ok(&blk.mmio);
 }
 
 /* The device pushes every chain it pops, unless the chain had no status
@@ -315,7 +220,7 @@ static void run_script(struct cursor *c, uint8_t flags)
 		switch (op) {
 		case 0:
 			off = take16(c) & 0x1ff;
-			reg_write(off, take32(c));
+			fuzz_reg_write(&blk.mmio, off, take32(c));
 			break;
 		case 1:
 			off = take16(c) & 0x1ff;
@@ -400,7 +305,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		virtio_blk_log_stats(&blk);
 	virtio_blk_destroy(&blk);
 
-	if (!guards_intact())
+	if (!guards_intact(arena.lo, arena.hi, GUARD_SIZE))
 		guest_ram_guard_smashed();
 	return 0;
 }
