@@ -78,6 +78,56 @@ Test(client, a_silent_vmm_meets_the_deadline)
 	free(c);
 }
 
+/* A "VMM" whose stream holds `len` bytes of `reply` (its OK line and the
+ * agent's answer to HELLO), then ends. */
+struct canned_vmm {
+	const void *reply;
+	size_t len;
+	int peer;          /* its end, shut for writing, open for our CONNECT */
+};
+
+static int dial_canned(void *opaque)
+{
+	struct canned_vmm *v = opaque;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	cr_assert_eq(write(sv[1], v->reply, v->len), (ssize_t)v->len);
+	shutdown(sv[1], SHUT_WR);
+	v->peer = sv[1];
+	return sv[0];
+}
+
+/* Found by fuzz-agent: an answer to HELLO that is no frame at all (another
+ * protocol version, or a length no frame has) was reported from the
+ * undecoded frame's type ("answered HELLO with HELLO_OK, not HELLO_OK",
+ * or from uninitialised bytes). It must say what it is. */
+Test(client, a_hello_answer_that_is_no_frame_says_so)
+{
+	static const uint8_t other_version[] = {
+		'O', 'K', ' ', '5', '\n', 8, 0, 0, 0, 2, 64, 0, 0, 0, 0, 0, 0,
+	};
+	static const uint8_t too_long[] = { 'O', 'K', ' ', '5', '\n', 0xff, 0xff, 0xff, 0x7f, 1, 64 };
+	struct canned_vmm cases[] = {
+		{ other_version, sizeof(other_version), -1 }, { too_long, sizeof(too_long), -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct agent_client *c = calloc(1, sizeof(*c));
+		const char *why = "";
+		int rc = agent_client_connect(c, dial_canned, &cases[i], 1024,
+					      clock_now_ns() + 5000 * MS, -1, &why);
+
+		cr_assert_eq(rc, -EPROTO, "case %zu: %d %s", i, rc, why);
+		cr_assert_str_eq(why, "the guest agent answered HELLO with a malformed frame or "
+			         "another protocol version", "case %zu: %s", i, why);
+		cr_assert_eq(c->fd, -1, "case %zu: the stream was not closed", i);
+		close(cases[i].peer);
+		free(c);
+	}
+}
+
 static void fill_error(struct proto_writer *w, void *v)
 {
 	proto_put_u32(w, *(uint32_t *)v);

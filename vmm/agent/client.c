@@ -152,6 +152,7 @@ int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_
 	uint64_t socket_deadline = clock_now_ns() + AGENT_SOCKET_WAIT_NS;
 	struct proto_writer w;
 	struct proto_frame f;
+	bool no_frame = false;
 	int fd, rc, len;
 
 	reset(c, cancel_fd);
@@ -191,9 +192,15 @@ int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 	if (!rc) {
 		rc = agent_client_recv(c, &f, deadline_ns);
+		/* -EPROTO from recv: no frame at all (malformed, or another
+		 * version), so f says nothing to name. */
+		no_frame = rc == -EPROTO;
 		rc = rc == 1 ? (f.type == PROTO_HELLO_OK ? 0 : -EPROTO) : rc ? rc : -ETIMEDOUT;
 	}
-	if (rc == -EPROTO) {
+	if (no_frame) {
+		*why = "the guest agent answered HELLO with a malformed frame or another protocol "
+		       "version";
+	} else if (rc == -EPROTO) {
 		static _Thread_local char msg[200];
 
 		snprintf(msg, sizeof(msg), "the guest agent answered HELLO with %s, not HELLO_OK",
