@@ -115,7 +115,7 @@ static int get(const char *local, enum lie lie, uint64_t max, uint64_t deadline_
 {
 	fake_start(&a, serve_read, (void *)(uintptr_t)lie);
 	return transfer_get(a.client, "/guest/file", local, max,
-			    clock_now_ns() + deadline_ms * MS, why, sizeof(why));
+			    clock_now_ns() + deadline_ms * MS, NULL, why, sizeof(why));
 }
 
 Test(transfer, a_whole_file_replaces_the_old_one)
@@ -239,7 +239,7 @@ Test(transfer, an_agent_that_stops_reading_meets_the_deadline_of_a_put)
 	cr_assert_eq(ftruncate(fd, 64 << 20), 0);
 	close(fd);
 	fake_start(&a, never_read, NULL);
-	cr_assert_eq(transfer_put(a.client, local, "/guest/big", t0 + 300 * MS, why, sizeof(why)),
+	cr_assert_eq(transfer_put(a.client, local, "/guest/big", t0 + 300 * MS, NULL, why, sizeof(why)),
 		     -ETIMEDOUT);
 	cr_assert_lt(clock_now_ns() - t0, 5000 * MS);
 }
