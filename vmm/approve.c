@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,13 +41,15 @@ static int spawn(struct child *ch, const char *cmd)
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 	int rc;
 
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+	/* Its stdin is a socket: send(MSG_NOSIGNAL) to an approver that quit
+	 * without reading is EPIPE here, never a SIGPIPE for all of mayfly. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 || pipe2(out, O_CLOEXEC) < 0) {
 		rc = errno;
 		goto out_pipes;
 	}
 	sigemptyset(&none);
-	/* Ours: SIGPIPE ignored, SIGINT/SIGTERM/SIGHUP blocked for the VM's
-	 * signalfd. The approver gets the defaults back. */
+	/* Ours may be ignored (SIGPIPE) or blocked for the VM's signalfd
+	 * (SIGINT/SIGTERM/SIGHUP). The approver gets the defaults back. */
 	sigemptyset(&dfl);
 	sigaddset(&dfl, SIGPIPE);
 	sigaddset(&dfl, SIGINT);
@@ -72,9 +75,9 @@ static int spawn(struct child *ch, const char *cmd)
 		goto out_pipes;
 	close(in[0]);
 	close(out[1]);
+	shutdown(in[1], SHUT_RD);
 	ch->in_fd = in[1];
 	ch->out_fd = out[0];
-	fcntl(ch->in_fd, F_SETFL, O_NONBLOCK);
 	fcntl(ch->out_fd, F_SETFL, O_NONBLOCK);
 	ch->pidfd = pidfd_open(ch->pid, 0);
 	return 0;
@@ -99,7 +102,8 @@ static void close_fd(int *fd)
 static void feed(struct child *ch)
 {
 	while (ch->in_fd >= 0 && ch->sent < ch->msg_len) {
-		ssize_t n = write(ch->in_fd, ch->msg + ch->sent, ch->msg_len - ch->sent);
+		ssize_t n = send(ch->in_fd, ch->msg + ch->sent, ch->msg_len - ch->sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -111,7 +115,10 @@ static void feed(struct child *ch)
 		}
 		ch->sent += (size_t)n;
 	}
-	close_fd(&ch->in_fd);   /* all of it: the end of file is the end of the call */
+	/* All of it: the end of file is the end of the call. */
+	if (ch->in_fd >= 0)
+		shutdown(ch->in_fd, SHUT_WR);
+	close_fd(&ch->in_fd);
 }
 
 /* Keep what fits of its stdout, drop the rest (it must never block on us). */

@@ -167,7 +167,7 @@ out:
 static void *reader(void *arg)
 {
 	struct mcp_server *s = arg;
-	size_t cap = READ_CHUNK, have = 0, scan = 0;
+	size_t cap = READ_CHUNK, have = 0, scan = 0, max = s->line_max ? s->line_max : MCP_LINE_MAX;
 	char *buf = malloc(cap);
 	bool skipping = false;   /* dropping the rest of an overlong line */
 
@@ -183,7 +183,7 @@ static void *reader(void *arg)
 			break;
 		if (!p[0].revents)
 			continue;
-		if (cap - have < READ_CHUNK && cap < MCP_LINE_MAX + READ_CHUNK) {
+		if (cap - have < READ_CHUNK && cap < max + READ_CHUNK) {
 			char *bigger = realloc(buf, cap * 2);
 
 			if (!bigger)
@@ -208,10 +208,10 @@ static void *reader(void *arg)
 			scan = 0;
 		}
 		scan = have;
-		if (have > MCP_LINE_MAX) {
+		if (have > max) {
 			if (!skipping)
 				send_error(s, NULL, MCP_INVALID_REQUEST, "message longer than the "
-					   "server's limit (MCP_LINE_MAX, 32 MiB): dropped");
+					   "server's limit: dropped");
 			skipping = true;
 			have = scan = 0;
 		}

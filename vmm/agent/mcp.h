@@ -42,6 +42,7 @@ struct mcp_server {
 	struct gate *gate;            /* approval and audit of each tool call */
 	struct mcp_limits limits;
 	int stop_fd;                  /* -1, or readable: end the session (the VM ended) */
+	size_t line_max;              /* 0: MCP_LINE_MAX */
 	/* ---- */
 	pthread_mutex_t out_lock;     /* one message at a time on out_fd */
 	pthread_mutex_t lock;         /* the queue and the state below */
@@ -60,7 +61,7 @@ struct mcp_server {
 /* Serve the client until its input ends (0), stop_fd fires, out_fd
  * breaks or the agent connection is lost (-errno). Malformed input of
  * any kind gets a JSON-RPC error, never a crash; a line is read whole up
- * to MCP_LINE_MAX. Requests are served in order, one at a time; ping and
+ * to line_max. Requests are served in order, one at a time; ping and
  * notifications/cancelled are handled as they arrive (a cancelled
  * run_command is killed and gets no answer). */
 int mcp_serve(struct mcp_server *s);
