@@ -163,6 +163,11 @@ out:
 	json_decref(msg);
 }
 
+static void too_long(struct mcp_server *s)
+{
+	send_error(s, NULL, MCP_INVALID_REQUEST, "message longer than the server's limit: dropped");
+}
+
 /* The reader thread: lines of at most MCP_LINE_MAX from in_fd. */
 static void *reader(void *arg)
 {
@@ -200,7 +205,9 @@ static void *reader(void *arg)
 		while ((nl = memchr(buf + scan, '\n', have - scan))) {
 			size_t len = (size_t)(nl - buf);
 
-			if (!skipping)
+			if (!skipping && len > max)
+				too_long(s);
+			else if (!skipping)
 				on_line(s, buf, len);
 			skipping = false;
 			memmove(buf, nl + 1, have - len - 1);
@@ -210,8 +217,7 @@ static void *reader(void *arg)
 		scan = have;
 		if (have > max) {
 			if (!skipping)
-				send_error(s, NULL, MCP_INVALID_REQUEST, "message longer than the "
-					   "server's limit: dropped");
+				too_long(s);
 			skipping = true;
 			have = scan = 0;
 		}
