@@ -448,7 +448,8 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 				    argv[optind], names[cmd]);
 		break;
 	case CLI_AUDIT:
-		if (c->run.argc != 2 || strcmp(argv[optind], "verify"))
+		/* argv[0] is "verify" (audit_cmd.c checked), the flags follow it. */
+		if (c->run.argc != 1)
 			return fail(err, errlen, "usage: mayfly audit verify [--head HASH] FILE");
 		break;
 	case CLI_CP:

@@ -79,14 +79,15 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		vm_agent_destroy(&ctx->va);
 		if (ctx->restoring)
 			snapshot_free(&ctx->snap);
-		if (!ctx->va.built)
+		if (!ctx->va.built) {
 			code = RUN_EXIT_MAYFLY;   /* vm_build logged why */
-		else if (ctx->va.job_done)
-			code = ctx->served ? RUN_EXIT_AGENT : 0;
-		else
-			code = code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
-		if (ctx->va.built && !ctx->va.job_done)
+		} else if (ctx->va.job_done && code == 0) {
+			code = ctx->served ? RUN_EXIT_AGENT : 0;   /* the job stopped the VM */
+		} else {
+			/* A signal, a guest crash, a lost agent: the VM ended first. */
 			log_say("the VM ended before the session did: %s", ctx->va.vm.exit_reason);
+			code = code >= 128 || code == RUN_EXIT_AGENT ? code : RUN_EXIT_MAYFLY;
+		}
 	}
 	gate_close(&ctx->gate);
 	free(ctx);
