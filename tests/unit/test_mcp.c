@@ -492,3 +492,28 @@ Test(mcp, malformed_input_gets_json_rpc_errors_and_the_session_goes_on)
 	stop();
 	cr_assert_eq(t.rc, 0);
 }
+
+Test(mcp, a_command_too_big_for_the_agent_is_invalid_params_and_the_session_goes_on)
+{
+	size_t n = 300000;
+	char *line = malloc(n + 200);
+	json_t *m, *r;
+	int len;
+
+	cr_assert_not_null(line);
+	start(NULL, 0);
+	init();
+	len = sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+		      "{\"name\":\"run_command\",\"arguments\":{\"command\":\"");
+	memset(line + len, 'x', n);
+	strcpy(line + len + n, "\"}}}");
+	say(line);
+	free(line);
+	m = hear();
+	cr_assert_eq(error_code(m), MCP_INVALID_PARAMS);
+	json_decref(m);
+	r = call(3, "run_command", "{\"command\":\"echo still here\"}");
+	cr_assert_str_eq(json_string_value(json_object_get(sc(r), "stdout")), "still here\n");
+	json_decref(r);
+	stop();
+}

@@ -21,6 +21,9 @@
 #define LIST_MAX            10000     /* entries returned; the rest counted */
 #define LIST_GRACE_S        5         /* past the call timeout for a directory's listing */
 #define AGENT_GRACE_S       10        /* past a command's timeout, for its EXIT */
+/* argv + env: well inside the agent's EXEC frame (PROTO_MAX_PAYLOAD), and
+ * so inside an audit record. */
+#define MAX_CALL_BYTES      (192u << 10)
 
 static const char *const tools_json =
 	"{\"tools\":["
@@ -217,6 +220,18 @@ static int parse_env(json_t *env, char **out, int *n, char *msg, size_t len)
 	return 0;
 }
 
+/* What the agent's EXEC frame would carry of argv and env. */
+static size_t call_size(const char **argv, int argc, char **env, int nenv)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < argc; i++)
+		n += strlen(argv[i]) + 4;
+	for (int i = 0; i < nenv; i++)
+		n += strlen(env[i]) + 4;
+	return n;
+}
+
 static json_t *exec_structured(const struct exec_result *r, const struct outputs *o)
 {
 	bool exited = r->ended_ns && !r->signo;
@@ -251,10 +266,13 @@ static int run_command(struct mcp_server *s, json_t *args, json_t **res, char *m
 		rc = bad(msg, len, "invalid params: %s must be an absolute path", "cwd");
 	if (!rc && tmo && (!json_is_integer(tmo) || json_integer_value(tmo) < 1 ||
 			   json_integer_value(tmo) > s->limits.max_timeout_s))
-		rc = bad(msg, len, "invalid params: %s must be a whole number of seconds from 1 "
-			 "to the server's --timeout limit", "timeout");
+		rc = bad(msg, len, "invalid params: timeout must be a whole number of seconds "
+			 "from 1 to %u", s->limits.max_timeout_s);
 	if (!rc && in && !json_is_string(in))
 		rc = bad(msg, len, "invalid params: %s must be a string", "stdin");
+	if (!rc && call_size(argv, argc, env, nenv) > MAX_CALL_BYTES)
+		rc = bad(msg, len, "invalid params: command and env are over %u bytes together",
+			 MAX_CALL_BYTES);
 	if (rc)
 		goto out;
 	session_spec_init(&spec);
