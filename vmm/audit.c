@@ -183,13 +183,14 @@ int audit_open(struct audit_log *log, const char *path, char *err, size_t errlen
 	int rc, dfd;
 
 	memset(log, 0, sizeof(*log));
-	log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	/* O_NONBLOCK: a FIFO in its place must fail below, not hang us here. */
+	log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
 	if (log->fd < 0)
 		return fail(err, errlen, -errno, "cannot open the audit log '%s': %s", path,
 			    strerror(errno));
 	/* O_APPEND on a write-only fd; reading the tail needs another. */
 	close(log->fd);
-	log->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY);
+	log->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (log->fd < 0 || fstat(log->fd, &st) < 0) {
 		rc = -errno;
 		if (log->fd >= 0)

@@ -463,95 +463,59 @@ static const char *type_name(uint32_t t)
 	       t == PROTO_FT_SYMLINK ? "symlink" : "other";
 }
 
-/* One LIST_ENTRIES frame into entries. 1 more to come, 0 done, -EPROTO. */
-static int list_frame(const struct proto_frame *f, json_t *entries, uint64_t *total)
+struct listing {
+	json_t *entries;
+	uint64_t total;
+};
+
+/* One entry of the listing; past LIST_MAX only counted. */
+static void add_entry(void *opaque, const char *name, uint32_t type, uint32_t mode, uint64_t size)
 {
-	struct proto_reader rd;
-	uint32_t more, count;
-	static _Thread_local char name[PROTO_MAX_PATH];
+	struct listing *l = opaque;
+	json_t *e;
 
-	proto_reader_init(&rd, f);
-	if (!proto_get_u32(&rd, &more) || !proto_get_u32(&rd, &count) || more > 1)
-		return -EPROTO;
-	for (uint32_t i = 0; i < count; i++) {
-		uint32_t type, mode;
-		uint64_t size;
-		json_t *e;
-
-		if (!proto_get_str(&rd, name, sizeof(name)) || !proto_get_u32(&rd, &type) ||
-		    !proto_get_u32(&rd, &mode) || !proto_get_u64(&rd, &size) || mode > 07777)
-			return -EPROTO;
-		if (++*total > LIST_MAX)
-			continue;
-		e = json_pack("{s:s, s:i, s:I}", "type", type_name(type), "mode", (int)mode, "size",
-			      (json_int_t)(size > (1ULL << 53) ? (1ULL << 53) : size));
-		if (e) {
-			set_bytes(e, "name", (const uint8_t *)name, strlen(name));
-			json_array_append_new(entries, e);
-		}
+	if (++l->total > LIST_MAX)
+		return;
+	e = json_pack("{s:s, s:i, s:I}", "type", type_name(type), "mode", (int)mode, "size",
+		      (json_int_t)(size > (1ULL << 53) ? (1ULL << 53) : size));
+	if (e) {
+		set_bytes(e, "name", (const uint8_t *)name, strlen(name));
+		json_array_append_new(l->entries, e);
 	}
-	return proto_done(&rd) ? (int)more : -EPROTO;
-}
-
-/* LIST through the agent: every entry frame until the last. 0 or -errno with why. */
-static int agent_list(struct agent_client *c, const char *path, json_t *entries, uint64_t *total,
-		      uint64_t deadline_ns, char *why, size_t whylen)
-{
-	uint32_t id = agent_client_id(c);
-	struct proto_writer w;
-	struct proto_frame f;
-	int rc, len;
-
-	why[0] = '\0';
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_LIST, id);
-	proto_put_str(&w, path);
-	len = proto_end(&w);
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-	while (!rc) {
-		rc = agent_client_next(c, id, &f, deadline_ns);
-		if (rc)
-			break;
-		if (f.type == PROTO_ERROR)
-			return agent_client_error(&f, why, whylen);   /* in step: it sent nothing else */
-		rc = f.type == PROTO_LIST_ENTRIES ? list_frame(&f, entries, total) : -EPROTO;
-		if (rc == 0)
-			return 0;
-		rc = rc == 1 ? 0 : rc;
-	}
-	c->broken = true;
-	return agent_client_lost(rc, why, whylen);
 }
 
 static int list_files(struct mcp_server *s, json_t *args, json_t **res, char *msg, size_t len)
 {
-	json_t *entries = json_array(), *call;
+	struct listing l = { .entries = json_array() };
 	const char *path;
 	char why[400], err[300];
-	uint64_t t0, total = 0;
+	uint64_t t0;
+	json_t *call;
 	int rc = get_path(args, &path, msg, len);
 
-	if (rc || !entries) {
-		json_decref(entries);
+	if (rc || !l.entries) {
+		json_decref(l.entries);
 		return rc ? rc : bad(msg, len, "%s", "out of memory");
 	}
 	call = gate_file_call("list_files", path, NULL);
 	if (!call) {
-		json_decref(entries);
+		json_decref(l.entries);
 		return bad(msg, len, "%s", "out of memory");
 	}
 	gate_ask(s->gate, call, &t0, why, sizeof(why));   /* a read: never refused */
-	rc = agent_list(s->client, path, entries, &total,
-			clock_now_ns() + (s->limits.call_timeout_s + LIST_GRACE_S) * NS, err, sizeof(err));
+	rc = transfer_list(s->client, path, add_entry, &l,
+			   clock_now_ns() + (s->limits.call_timeout_s + LIST_GRACE_S) * NS, err, sizeof(err));
 	if (gate_record_file(s->gate, call, t0, rc, err, NULL, why, sizeof(why))) {
 		rc = gate_failure(-EIO, why, res);
 	} else if (rc) {
 		rc = file_failure(s, "cannot list", path, err, res);
 	} else {
 		*res = structured_result(false, json_pack("{s:s, s:O, s:I, s:b}", "path", path,
-							  "entries", entries, "total", (json_int_t)total,
-							  "truncated", total > LIST_MAX));
+							  "entries", l.entries, "total",
+							  (json_int_t)l.total, "truncated",
+							  l.total > LIST_MAX));
 	}
-	json_decref(entries);
+	json_decref(l.entries);
 	json_decref(call);
 	return rc;
 }

@@ -420,3 +420,54 @@ int transfer_get_mem(struct agent_client *c, const char *guest, uint64_t max_byt
 	*len = m.len;
 	return rc;
 }
+
+/* One LIST_ENTRIES frame, each entry to fn. 1 more to come, 0 done, -EPROTO. */
+static int list_frame(const struct proto_frame *f, transfer_entry_fn fn, void *opaque)
+{
+	static _Thread_local char name[PROTO_MAX_PATH];
+	struct proto_reader rd;
+	uint32_t more, count;
+
+	proto_reader_init(&rd, f);
+	if (!proto_get_u32(&rd, &more) || !proto_get_u32(&rd, &count) || more > 1)
+		return -EPROTO;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t type, mode;
+		uint64_t size;
+
+		if (!proto_get_str(&rd, name, sizeof(name)) || !proto_get_u32(&rd, &type) ||
+		    !proto_get_u32(&rd, &mode) || !proto_get_u64(&rd, &size) || mode > 07777)
+			return -EPROTO;
+		fn(opaque, name, type, mode, size);
+	}
+	return proto_done(&rd) ? (int)more : -EPROTO;
+}
+
+int transfer_list(struct agent_client *c, const char *guest, transfer_entry_fn fn, void *opaque,
+		  uint64_t deadline_ns, char *why, size_t whylen)
+{
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+	struct proto_frame f;
+	int rc, len;
+
+	why[0] = '\0';
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_LIST, id);
+	proto_put_str(&w, guest);
+	len = proto_end(&w);
+	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
+	while (!rc) {
+		rc = agent_client_next(c, id, &f, deadline_ns);
+		if (rc)
+			break;
+		if (f.type == PROTO_ERROR)
+			return agent_client_error(&f, why, whylen);   /* in step: it sent nothing else */
+		rc = f.type == PROTO_LIST_ENTRIES ? list_frame(&f, fn, opaque) : -EPROTO;
+		if (rc == 0)
+			return 0;
+		rc = rc == 1 ? 0 : rc;
+	}
+	/* Entries may still be on their way: the stream is out of step. */
+	c->broken = true;
+	return agent_client_lost(rc, why, whylen);
+}

@@ -41,4 +41,16 @@ int transfer_get_mem(struct agent_client *c, const char *guest, uint64_t max_byt
 		     uint8_t **data, size_t *len, uint64_t deadline_ns, struct transfer_stats *st,
 		     char *why, size_t whylen);
 
+/* One directory entry: name (no NUL, at most PROTO_MAX_PATH - 1 bytes),
+ * type PROTO_FT_*, mode (07777 at most), size. */
+typedef void (*transfer_entry_fn)(void *opaque, const char *name, uint32_t type, uint32_t mode,
+				  uint64_t size);
+
+/* List the guest's directory `guest`: each entry to fn, in the agent's
+ * order, until its last LIST_ENTRIES frame, by deadline_ns. 0 or -errno
+ * with why (the agent's message when it refused; a frame out of shape is
+ * -EPROTO and the connection is then abandoned). */
+int transfer_list(struct agent_client *c, const char *guest, transfer_entry_fn fn, void *opaque,
+		  uint64_t deadline_ns, char *why, size_t whylen);
+
 #endif
