@@ -90,35 +90,35 @@ static const struct cli_option options[] = {
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
 static const char *const intros[CLI_NR_CMDS] = {
-	[CLI_BOOT] = "usage: mayfly boot [options]\n\n"
-		"Boot a microVM and stream its serial console to stdout.\n",
-	[CLI_RUN] = "usage: mayfly run [options] [--] CMD [ARG...]\n\n"
-		"Boot a fresh microVM from the copy-on-write rootfs, run CMD in it through the\n"
-		"guest agent, stream its stdout and stderr here, tear the VM down, and exit\n"
-		"with CMD's exit code.\n",
-	[CLI_EXEC] = "usage: mayfly exec --vsock PATH [options] [--] CMD [ARG...]\n\n"
-		"Run CMD in a VM started with `mayfly boot --vsock PATH` (several calls, one VM).\n",
-	[CLI_CP] = "usage: mayfly cp --vsock PATH [options] SRC DST\n\n"
+	[CLI_BOOT] = ("usage: mayfly boot [options]\n\n"
+		"Boot a microVM and stream its serial console to stdout.\n"),
+	[CLI_RUN] = ("usage: mayfly run [options] [--] CMD [ARG...]\n\n"
+		"Restore a fresh microVM from a snapshot of the agent-ready guest (or boot one\n"
+		"with --cold), run CMD in it through the guest agent, stream its stdout and\n"
+		"stderr here, tear the VM down, and exit with CMD's exit code.\n"),
+	[CLI_EXEC] = ("usage: mayfly exec --vsock PATH [options] [--] CMD [ARG...]\n\n"
+		"Run CMD in a VM started with `mayfly boot --vsock PATH` (several calls, one VM).\n"),
+	[CLI_CP] = ("usage: mayfly cp --vsock PATH [options] SRC DST\n\n"
 		"Copy a file into or out of a VM started with `mayfly boot --vsock PATH`.\n"
-		"The guest side is written :/absolute/path, e.g. mayfly cp --vsock s ./a :/root/a\n",
-	[CLI_SNAPSHOT] = "usage: mayfly snapshot create [options] --out DIR\n\n"
+		"The guest side is written :/absolute/path, e.g. mayfly cp --vsock s ./a :/root/a\n"),
+	[CLI_SNAPSHOT] = ("usage: mayfly snapshot create [options] --out DIR\n\n"
 		"Boot a VM from the copy-on-write rootfs, wait for its agent, run each --setup\n"
 		"command, then save the agent-ready VM to DIR: `memory` (sparse), `state`,\n"
-		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n",
+		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n"),
 };
 
 static const char *const trailers[CLI_NR_CMDS] = {
-	[CLI_BOOT] = "Exit: 0 guest reset or powered off (with --init-cmd: the command's status),\n"
+	[CLI_BOOT] = ("Exit: 0 guest reset or powered off (with --init-cmd: the command's status),\n"
 		"1 internal error, 2 bad usage, 3 bad kernel, initrd or disk, 4 no usable\n"
 		"/dev/kvm, 5 KVM lacks a capability, 6 guest triple fault, 7 KVM error,\n"
-		"8 guest panic, 128+N stopped by signal N.\n",
-	[CLI_RUN] = "A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
+		"8 guest panic, 128+N stopped by signal N.\n"),
+	[CLI_RUN] = ("A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
 		"Exit: CMD's code; 124 timed out, 125 mayfly or the VM failed, 126 the agent\n"
-		"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n",
-	[CLI_EXEC] = "Exit: as mayfly run.\n",
-	[CLI_CP] = "Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n",
-	[CLI_SNAPSHOT] = "Exit: 0 saved; a --setup command's own code when it fails; 125 mayfly or\n"
-		"the VM failed, 126 the agent failed (one line says why).\n",
+		"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n"),
+	[CLI_EXEC] = ("Exit: as mayfly run.\n"),
+	[CLI_CP] = ("Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n"),
+	[CLI_SNAPSHOT] = ("Exit: 0 saved; a --setup command's own code when it fails; 125 mayfly or\n"
+		"the VM failed, 126 the agent failed (one line says why).\n"),
 };
 
 void cli_usage(enum cli_cmd cmd, FILE *out)
