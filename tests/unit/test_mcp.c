@@ -371,6 +371,9 @@ Test(mcp, every_call_is_in_the_audit_log_and_the_chain_verifies)
 	snprintf(args, sizeof(args), "{\"path\":\"%s/w\",\"content\":\"x\"}", t.dir);
 	json_decref(call(4, "write_file", args));
 	snprintf(args, sizeof(args), "{\"path\":\"%s/w\"}", t.dir);
+	/* "x": its size and digest, for the approver and the record. */
+	snprintf(cmd, sizeof(cmd), "grep -q '\"content\":{\"bytes\":1,\"sha256\":\"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881\"}' %s/audit.log", t.dir);
+	cr_assert_eq(system(cmd), 0, "write_file's content digest is not in its call");
 	json_decref(call(5, "read_file", args));
 	snprintf(log, sizeof(log), "%s/audit.log", t.dir);
 	cr_assert_eq(audit_verify(log, NULL, &v), 0, "%s", v.why);

@@ -433,6 +433,11 @@ static int write_file(struct mcp_server *s, json_t *args, json_t **res, char *ms
 		free(decoded);
 		return bad(msg, len, "%s", "out of memory");
 	}
+	/* What will be written, for the approver to check against. */
+	audit_sha256_hex(data, n, why);
+	json_object_set_new(call, "content", json_pack("{s:I, s:s}", "bytes", (json_int_t)n,
+						       "sha256", why));
+	json_object_set_new(call, "append", json_boolean(json_is_true(append)));
 	rc = gate_ask(s->gate, call, &t0, why, sizeof(why));
 	if (rc) {
 		rc = gate_failure(rc, why, res);
