@@ -15,15 +15,17 @@
 /*
  * Input (tests/fuzz/make-agent-seeds writes the same):
  *
- *   byte 0      what the host does, modulo 6:
+ *   byte 0      what the host does, modulo 9:
  *               0 agent_client_connect (the stream starts with the VMM's
  *                 "OK <port>\n", then the agent's answer to HELLO)
  *               1 session_exec, raw streams   2 session_exec, JSON lines
  *               3 transfer_get                4 transfer_put (a 3000-byte file)
  *               5 agent_client_recv until the stream ends, each ERROR
  *                 through agent_client_error
+ *               6 transfer_get_mem            7 transfer_put_mem (3000 bytes)
+ *               8 transfer_list
  *   bytes 1-2   a limit, little-endian: session_exec's max_output and
- *               transfer_get's max_bytes (0: none)
+ *               transfer_get(_mem)'s max_bytes (0: none)
  *   the rest    everything the agent (or the VMM's front door) sends
  *
  * The host's end is one end of a socket pair; the input is written into
@@ -36,7 +38,10 @@
  * Checks besides the sanitizers: every call returns (no hang) with a
  * documented result; an error comes with a reason; transfer_get that
  * fails leaves the user's file as it was, one that succeeds leaves the
- * file and nothing else (no temporary file either way); and no file
+ * file and nothing else (no temporary file either way); transfer_get_mem
+ * gives len bytes and a NUL, within max_bytes, and its stats count them;
+ * every listed entry keeps transfer_list's promises (a name of at most
+ * PROTO_MAX_PATH - 1 bytes, a mode of 07777 at most); and no file
  * descriptor outlives the input.
  */
 #define DEADLINE_NS (5ull * 1000 * 1000 * 1000)
@@ -172,7 +177,7 @@ static void do_get(struct agent_client *c, uint16_t limit)
 	    close(fd))
 		fuzz_die("cannot write the user's file");
 	rc = transfer_get(c, "/etc/hostname", local, limit ? limit : UINT64_MAX,
-			  clock_now_ns() + DEADLINE_NS, why, sizeof(why));
+			  clock_now_ns() + DEADLINE_NS, NULL, why, sizeof(why));
 	if (verbose)
 		fprintf(stderr, "fuzz_agent: get: %d %s\n", rc, rc ? why : "");
 	check_dir();
@@ -191,13 +196,76 @@ static void do_get(struct agent_client *c, uint16_t limit)
 static void do_put(struct agent_client *c)
 {
 	char why[256];
-	int rc = transfer_put(c, put_src, "/tmp/x", clock_now_ns() + DEADLINE_NS, why,
+	int rc = transfer_put(c, put_src, "/tmp/x", clock_now_ns() + DEADLINE_NS, NULL, why,
 			      sizeof(why));
 
 	if (verbose)
 		fprintf(stderr, "fuzz_agent: put: %d %s\n", rc, rc ? why : "");
 	if (rc && !why[0])
 		fuzz_broken("a failed put came without a reason", NULL);
+}
+
+static void do_get_mem(struct agent_client *c, uint16_t limit)
+{
+	struct transfer_stats st = { 0 };
+	uint8_t *data = NULL;
+	size_t len = 0;
+	char why[256];
+	int rc = transfer_get_mem(c, "/etc/hostname", limit ? limit : UINT64_MAX, &data, &len,
+				  clock_now_ns() + DEADLINE_NS, &st, why, sizeof(why));
+
+	if (verbose)
+		fprintf(stderr, "fuzz_agent: get_mem: %d %s\n", rc, rc ? why : "");
+	if (rc) {
+		if (data)
+			fuzz_broken("a failed get_mem left data behind", why);
+		if (!why[0])
+			fuzz_broken("a failed get_mem came without a reason", NULL);
+		return;
+	}
+	if (!data || data[len] != 0 || (limit && len > limit) || st.bytes != len)
+		fuzz_broken("get_mem's data, NUL, limit or byte count is wrong", NULL);
+	free(data);
+}
+
+static void do_put_mem(struct agent_client *c)
+{
+	static uint8_t data[PUT_SIZE];
+	struct transfer_stats st = { 0 };
+	char why[256];
+	int rc = transfer_put_mem(c, data, sizeof(data), "/tmp/x", 0644, false,
+				  clock_now_ns() + DEADLINE_NS, &st, why, sizeof(why));
+
+	if (verbose)
+		fprintf(stderr, "fuzz_agent: put_mem: %d %s\n", rc, rc ? why : "");
+	if (rc && !why[0])
+		fuzz_broken("a failed put_mem came without a reason", NULL);
+}
+
+static void list_entry(void *opaque, const char *name, uint32_t type, uint32_t mode,
+		       uint64_t size)
+{
+	size_t n = strnlen(name, PROTO_MAX_PATH);
+
+	(void)size;
+	(*(unsigned *)opaque)++;
+	/* Not the type: its users name anything unknown "other". */
+	(void)type;
+	if (n == PROTO_MAX_PATH || mode > 07777)
+		fuzz_broken("transfer_list passed on an entry it promises never to", name);
+}
+
+static void do_list(struct agent_client *c)
+{
+	unsigned entries = 0;
+	char why[256];
+	int rc = transfer_list(c, "/", list_entry, &entries, clock_now_ns() + DEADLINE_NS, why,
+			       sizeof(why));
+
+	if (verbose)
+		fprintf(stderr, "fuzz_agent: list: %d, %u entries %s\n", rc, entries, rc ? why : "");
+	if (rc && !why[0])
+		fuzz_broken("a failed list came without a reason", NULL);
 }
 
 static void do_recv(struct agent_client *c)
@@ -222,7 +290,7 @@ static void do_recv(struct agent_client *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	uint8_t mode = take8(&c) % 6;
+	uint8_t mode = take8(&c) % 9;
 	uint16_t limit = take16(&c);
 	/* Static: 768 KiB of buffers, not cleared per input (the client
 	 * tracks what it filled). */
@@ -250,7 +318,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2: do_exec(client, true, limit); break;
 	case 3: do_get(client, limit); break;
 	case 4: do_put(client); break;
-	default: do_recv(client);
+	case 5: do_recv(client); break;
+	case 6: do_get_mem(client, limit); break;
+	case 7: do_put_mem(client); break;
+	default: do_list(client);
 	}
 	agent_client_close(client);
 	close(sv[1]);

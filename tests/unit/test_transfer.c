@@ -136,6 +136,31 @@ Test(transfer, a_whole_file_replaces_the_old_one)
 	cr_assert_eq(entries(), 1, "no temporary file left");
 }
 
+static void serve_empty(struct fake_agent *fa)
+{
+	fake_read_frames(fa, 5000);   /* the FILE_READ */
+	fake_send(fa, PROTO_FILE_END, 1, NULL, NULL);
+}
+
+/* Found by fuzz-agent (seed get-mem-empty): an empty guest file read into
+ * memory handed memcpy a NULL source (undefined, however short), which
+ * UBSan stops on. It is "", len 0, NUL-terminated. */
+Test(transfer, an_empty_file_into_memory_is_an_empty_string)
+{
+	struct transfer_stats st = { 0 };
+	uint8_t *data = NULL;
+	size_t len = 1;
+
+	fake_start(&a, serve_empty, NULL);
+	cr_assert_eq(transfer_get_mem(a.client, "/guest/empty", 1 << 20, &data, &len,
+				      clock_now_ns() + 5000 * MS, &st, why, sizeof(why)), 0, "%s", why);
+	cr_assert_not_null(data);
+	cr_assert_eq(len, 0);
+	cr_assert_eq(data[0], '\0');
+	cr_assert_eq(st.bytes, 0);
+	free(data);
+}
+
 /* Finding 4: a failed --get never touches LOCAL. */
 Test(transfer, a_failed_get_leaves_the_users_file_as_it_was)
 {

@@ -394,7 +394,9 @@ static int to_mem(void *opaque, const uint8_t *data, size_t n, uint64_t deadline
 		m->data = p;
 		m->cap = cap;
 	}
-	memcpy(m->data + m->len, data, n);
+	/* An empty file comes as (NULL, 0): memcpy wants a pointer even then. */
+	if (n)
+		memcpy(m->data + m->len, data, n);
 	m->len += n;
 	m->data[m->len] = '\0';
 	return 0;
