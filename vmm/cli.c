@@ -16,7 +16,7 @@ enum opt_id {
 	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CMDLINE_APPEND, O_INIT_CMD, O_ROOTFS, O_DISK,
 	O_MEM, O_CPUS, O_CONSOLE, O_ID, O_KVM_DEVICE, O_VSOCK, O_TIMEOUT, O_ENV, O_CWD,
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
-	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT,
+	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_NO_SECCOMP,
 };
 
 struct cli_option {
@@ -83,6 +83,8 @@ static const struct cli_option options[] = {
 	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC, "BYTES",
 	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
 	  "is killed; the exit event says truncated (default 256M)" },
+	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP, NULL,
+	  "debugging only: no per-thread seccomp filters (a warning says so)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
 	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL, "this text" },
@@ -246,6 +248,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		c->snapshot = val;
 		return CLI_OK;
 	case O_COLD: c->cold = true; return CLI_OK;
+	case O_NO_SECCOMP: c->no_seccomp = true; return CLI_OK;
 	case O_OUT:
 		if (!*val)
 			return fail(err, errlen, "--out needs a directory");

@@ -11,6 +11,7 @@
 #include "guest_files.h"
 #include "log.h"
 #include "restore.h"
+#include "seccomp/seccomp.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -229,6 +230,9 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 
 	ctx->o = &c->run;
 	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
+	events_prepare();
 	code = run_choose_vm(ctx, c, &cfg);
 	if (code)
 		return code;
