@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -245,6 +246,54 @@ Test(seccomp, enter_with_the_selftest_hook_dies_on_its_own_call)
 		struct outcome o = run_child(role, &c, true);
 
 		expect_line(&o, seccomp_role_name(role), SYS_syslog, "syslog");
+	}
+}
+
+/* A sanitizer build's runtime works under every filter: the leak check at
+ * exit (LeakSanitizer clones a helper that ptraces the threads; a call it
+ * may not make used to leave the process spinning for ever) and its
+ * report. The alarm turns such a hang into a failure. */
+Test(seccomp, the_sanitizer_runtime_runs_under_every_filter)
+{
+	const char *helper = getenv("SECCOMP_EXIT_HELPER");
+
+	cr_assert(helper, "SECCOMP_EXIT_HELPER is not set (meson sets it)");
+	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
+		for (int leak = 0; leak < 2; leak++) {
+			char arg[8];
+			char out[4096] = "";
+			int p[2], status;
+			size_t got = 0;
+			ssize_t n;
+			pid_t pid;
+
+			snprintf(arg, sizeof(arg), "%d", role);
+			cr_assert_eq(pipe(p), 0);
+			pid = fork();
+			cr_assert_geq(pid, 0);
+			if (pid == 0) {
+				dup2(p[1], STDERR_FILENO);
+				alarm(20);
+				execl(helper, helper, arg, leak ? "leak" : NULL, (char *)NULL);
+				_exit(101);
+			}
+			close(p[1]);
+			while (got < sizeof(out) - 1 &&
+			       (n = read(p[0], out + got, sizeof(out) - 1 - got)) > 0)
+				got += (size_t)n;
+			close(p[0]);
+			cr_assert_eq(waitpid(pid, &status, 0), pid);
+			cr_expect(WIFEXITED(status), "role %s%s: killed by signal %d (a hang ends by SIGALRM)",
+				  seccomp_role_name(role), leak ? ", leaking" : "", WTERMSIG(status));
+			if (!WIFEXITED(status))
+				continue;
+			cr_expect_eq(WEXITSTATUS(status), leak && seccomp_filters_sanitizer ? 1 : 0,
+				     "role %s%s: exit %d: %s", seccomp_role_name(role),
+				     leak ? ", leaking" : "", WEXITSTATUS(status), out);
+			if (leak && seccomp_filters_sanitizer)
+				cr_expect(strstr(out, "LeakSanitizer: detected memory leaks"),
+					  "role %s: no leak report: %s", seccomp_role_name(role), out);
+		}
 	}
 }
 

@@ -130,6 +130,9 @@ static const struct seccomp_rule agent[] = {
 	ALLOW(fsync, "--get: the file is on disk before the rename"),
 	ALLOW(rename, "--get: the temporary file replaces LOCAL whole"),
 	ALLOW(unlink, "--get failed: remove our temporary file"),
+	ALLOW(umask, "--get: a new LOCAL gets 0666 less the umask, as open would give it"),
+	ALLOW(readlink, "--get: realpath of LOCAL (the temporary file goes beside the real target)"),
+	ALLOW(getcwd, "--get: realpath of a relative LOCAL"),
 	ALLOW_EQ(fcntl, 1, F_GETFL, "non-blocking sockets and stdin: read the flags"),
 	ALLOW_EQ(fcntl, 1, F_SETFL, "non-blocking sockets and stdin: set them"),
 	ALLOW_EQ(ioctl, 1, TCGETS, "isatty: is stdin a terminal (--stdin -, --tty)"),
@@ -178,6 +181,7 @@ static const struct seccomp_rule sanitizer[] = {
 	ALLOW(read, "the same"),
 	ALLOW(pread64, "the same"),
 	ALLOW(getdents64, "LSan lists /proc/self/task"),
+	ALLOW(getdents, "the same, as gcc's libsanitizer calls it"),
 	ALLOW(readlink, "reports find the binary's path"),
 	ALLOW(readlinkat, "the same"),
 	ALLOW(newfstatat, "the same"),
@@ -213,6 +217,8 @@ static const struct seccomp_rule sanitizer[] = {
 	ALLOW(mincore, "the same"),
 	ALLOW(rt_sigtimedwait, "LSan's helper"),
 	ALLOW(getrandom, "the allocator's randomisation"),
+	ALLOW(fcntl, "reports: is the output fd open"),
+	ALLOW_EQ(ioctl, 1, TCGETS, "reports: colours only on a terminal (isatty)"),
 };
 
 static const struct seccomp_group g_every = GROUP(every_thread, "every thread");
