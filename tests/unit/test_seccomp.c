@@ -20,6 +20,7 @@
 struct call {
 	long nr;
 	unsigned long a[6];
+	bool i386;          /* through int 0x80, with i386 numbers */
 };
 
 struct outcome {
@@ -55,7 +56,14 @@ static struct outcome run_child(enum seccomp_role role, const struct call *c, bo
 		} else if (seccomp_install(role)) {
 			syscall(SYS_exit_group, 100);
 		}
-		syscall(c->nr, c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]);
+		if (c->i386) {
+			long ret;
+
+			__asm__ volatile("int $0x80" : "=a"(ret) : "a"(c->nr) : "memory");
+			(void)ret;
+		} else {
+			syscall(c->nr, c->a[0], c->a[1], c->a[2], c->a[3], c->a[4], c->a[5]);
+		}
 		syscall(SYS_exit_group, 0);
 	}
 	close(p[1]);
@@ -206,12 +214,12 @@ Test(seccomp, a_call_outside_the_role_is_killed_with_one_line)
 Test(seccomp, the_vcpu_role_cannot_open_fork_connect_or_exec_memory)
 {
 	static const struct call calls[] = {
-		{ SYS_openat, { (unsigned long)-100, 0, 0 } },
-		{ SYS_execve, { 0 } },
-		{ SYS_socket, { 1, 1, 0 } },
-		{ SYS_ioctl, { (unsigned long)-1, 0xae01 /* KVM_CREATE_VM */ } },
-		{ SYS_mmap, { 0, 4096, 4 /* PROT_EXEC */, 0x22, (unsigned long)-1, 0 } },
-		{ SYS_mprotect, { 0, 0, 5 } },
+		{ .nr = SYS_openat, .a = { (unsigned long)-100, 0, 0 } },
+		{ .nr = SYS_execve, .a = { 0 } },
+		{ .nr = SYS_socket, .a = { 1, 1, 0 } },
+		{ .nr = SYS_ioctl, .a = { (unsigned long)-1, 0xae01 /* KVM_CREATE_VM */ } },
+		{ .nr = SYS_mmap, .a = { 0, 4096, 4 /* PROT_EXEC */, 0x22, (unsigned long)-1, 0 } },
+		{ .nr = SYS_mprotect, .a = { 0, 0, 5 } },
 	};
 
 	const struct seccomp_rule *rules[256];
@@ -234,6 +242,18 @@ Test(seccomp, the_x32_abi_is_killed)
 	struct outcome o = run_child(SECCOMP_ROLE_MAIN, &c, false);
 
 	expect_line(&o, "main", SYS_getpid, NULL);
+}
+
+/* i386's getpid is 20, x86-64's 20 is writev: the architecture check
+ * comes before any number is looked at. */
+Test(seccomp, another_architecture_is_killed)
+{
+	struct call c = { .nr = 20, .i386 = true };
+	struct outcome o = run_child(SECCOMP_ROLE_IO, &c, false);
+
+	cr_expect_eq(o.exited, EXIT_SECCOMP);
+	cr_expect_str_eq(o.err, "mayfly: seccomp: the io thread made a forbidden system call 20 of "
+			 "another architecture (0x40000003); ending the process (exit 159)\n");
 }
 
 /* seccomp_enter as the threads call it, with the selftest hook
