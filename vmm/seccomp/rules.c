@@ -138,6 +138,12 @@ static const struct seccomp_rule agent[] = {
 	ALLOW_EQ(ioctl, 1, TCGETS, "isatty: is stdin a terminal (--stdin -, --tty)"),
 	ALLOW_EQ(ioctl, 1, TIOCGWINSZ, "--tty: our terminal's size for the guest's"),
 	ALLOW(getrandom, "FRESHEN: 32 fresh random bytes for a restored guest"),
+	ALLOW(flock, "--audit: the log is appended under its lock (other mayfly processes)"),
+	ALLOW(pread64, "--audit: the chain's last line, when another process appended"),
+	ALLOW(ftruncate, "--audit: a torn write is cut back, never left half a line"),
+	ALLOW(fdatasync, "--audit: each record on disk before the call goes on"),
+	ALLOW(nanosleep, "--audit: waiting (bounded) for another process's lock"),
+	ALLOW(clock_nanosleep, "the same, as glibc issues usleep"),
 };
 
 /* snapshot create's client: as the agent, then vm_snapshot_save on this
