@@ -129,13 +129,17 @@ static bool tables_allow(const struct seccomp_rule *const *rules, size_t n, cons
 	return false;
 }
 
-static void expect_line(const struct outcome *o, const char *role, long nr, const char *name)
+static void expect_line(const struct outcome *o, const char *role, const struct call *c,
+			const char *name)
 {
-	char want[200];
+	long nr = c->nr & ~X32_SYSCALL_BIT;
+	char want[200], req[40] = "";
 
+	if (c->nr == SYS_ioctl)
+		snprintf(req, sizeof(req), ", request 0x%lx", c->a[1]);
 	if (name)
 		snprintf(want, sizeof(want), "mayfly: seccomp: the %s thread made a forbidden system call "
-			 "%ld (%s); ending the process (exit %d)\n", role, nr, name, EXIT_SECCOMP);
+			 "%ld (%s%s); ending the process (exit %d)\n", role, nr, name, req, EXIT_SECCOMP);
 	else
 		snprintf(want, sizeof(want), "mayfly: seccomp: the %s thread made a forbidden system call "
 			 "%ld (x32 ABI); ending the process (exit %d)\n", role, nr, EXIT_SECCOMP);
@@ -191,7 +195,7 @@ Test(seccomp, a_changed_argument_is_killed)
 			if (tables_allow(rules, n, &c))
 				continue;   /* a sanitizer build allows the call whole */
 			o = run_child(role, &c, false);
-			expect_line(&o, seccomp_role_name(role), rules[i]->nr, rules[i]->name);
+			expect_line(&o, seccomp_role_name(role), &c, rules[i]->name);
 			checked++;
 		}
 	}
@@ -205,7 +209,7 @@ Test(seccomp, a_call_outside_the_role_is_killed_with_one_line)
 	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
 		struct outcome o = run_child(role, &c, false);
 
-		expect_line(&o, seccomp_role_name(role), SYS_syslog, "syslog");
+		expect_line(&o, seccomp_role_name(role), &c, "syslog");
 	}
 }
 
@@ -232,7 +236,7 @@ Test(seccomp, the_vcpu_role_cannot_open_fork_connect_or_exec_memory)
 		if (seccomp_filters_sanitizer && tables_allow(rules, n, &calls[i]))
 			continue;
 		o = run_child(SECCOMP_ROLE_VCPU, &calls[i], false);
-		expect_line(&o, "vcpu", calls[i].nr, seccomp_syscall_names[calls[i].nr]);
+		expect_line(&o, "vcpu", &calls[i], seccomp_syscall_names[calls[i].nr]);
 	}
 }
 
@@ -241,7 +245,7 @@ Test(seccomp, the_x32_abi_is_killed)
 	struct call c = { .nr = X32_SYSCALL_BIT | SYS_getpid };
 	struct outcome o = run_child(SECCOMP_ROLE_MAIN, &c, false);
 
-	expect_line(&o, "main", SYS_getpid, NULL);
+	expect_line(&o, "main", &c, NULL);
 }
 
 /* i386's getpid is 20, x86-64's 20 is writev: the architecture check
@@ -260,12 +264,12 @@ Test(seccomp, another_architecture_is_killed)
  * mayfly-selftest uses: the forbidden call comes from inside. */
 Test(seccomp, enter_with_the_selftest_hook_dies_on_its_own_call)
 {
-	struct call c = { .nr = SYS_getpid };
+	struct call c = { .nr = SYS_getpid }, syslog_call = { .nr = SYS_syslog };
 
 	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
 		struct outcome o = run_child(role, &c, true);
 
-		expect_line(&o, seccomp_role_name(role), SYS_syslog, "syslog");
+		expect_line(&o, seccomp_role_name(role), &syslog_call, "syslog");
 	}
 }
 

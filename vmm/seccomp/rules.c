@@ -100,6 +100,7 @@ static const struct seccomp_rule io[] = {
 };
 
 static const struct seccomp_rule console[] = {
+	IOCTL(KVM_IRQ_LINE, "stdin's bytes reach the UART, which raises its interrupt line"),
 	ALLOW(poll, "wait for output, stdin or a stop"),
 	ALLOW(ppoll, "the same, as glibc issues poll"),
 	ALLOW(read, "stdin (--console) and the wake eventfd"),

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define X32_SYSCALL_BIT 0x40000000
@@ -73,11 +74,11 @@ static void put_num(struct line *l, unsigned long v, unsigned base)
 static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 {
 	const char *role = seccomp_role_name(my_role);
+	const ucontext_t *uc = uctx;
 	int nr = si->si_syscall;
 	struct line l = { .len = 0 };
 
 	(void)sig;
-	(void)uctx;
 	put_str(&l, "mayfly: seccomp: the ");
 	put_str(&l, role ? role : "unknown");
 	put_str(&l, " thread made a forbidden system call ");
@@ -94,6 +95,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 		if (nr >= 0 && nr < SECCOMP_NAMES && seccomp_syscall_names[nr]) {
 			put_str(&l, " (");
 			put_str(&l, seccomp_syscall_names[nr]);
+			/* Which ioctl: the request is argument 1, in RSI. */
+			if (nr == SYS_ioctl) {
+				put_str(&l, ", request 0x");
+				put_num(&l, (unsigned long)uc->uc_mcontext.gregs[REG_RSI], 16);
+			}
 			put_str(&l, ")");
 		}
 	}
