@@ -95,7 +95,7 @@ static const struct cli_option options[] = {
 	  "is killed and the call refused (default 30)" },
 	{ "head", O_HEAD, C_AUDIT, "HASH", "the chain must contain the line whose sha256 is HASH\n"
 	  "(a head printed before): lines cut off the end show" },
-	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP, NULL,
+	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP, NULL,
 	  "debugging only: no per-thread seccomp filters (a warning says so)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
