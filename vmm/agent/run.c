@@ -305,8 +305,10 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
 	ctx->va.unconfined = c->run.approve_cmd != NULL;
+	/* Documented (README, docs/security.md); a warning on every run would
+	 * be noise in the one line a refusal gets. */
 	if (ctx->va.unconfined && seccomp_enabled())
-		log_warn("--approve: the agent thread, which spawns the approver, runs without its "
+		log_info("--approve: the agent thread, which spawns the approver, runs without its "
 			 "seccomp filter (every other thread keeps its own)");
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
