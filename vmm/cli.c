@@ -18,6 +18,7 @@ enum opt_id {
 	O_MEM, O_CPUS, O_CONSOLE, O_ID, O_KVM_DEVICE, O_VSOCK, O_TIMEOUT, O_ENV, O_CWD,
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
+	O_NO_SECCOMP,
 };
 
 struct cli_option {
@@ -94,6 +95,8 @@ static const struct cli_option options[] = {
 	  "is killed and the call refused (default 30)" },
 	{ "head", O_HEAD, C_AUDIT, "HASH", "the chain must contain the line whose sha256 is HASH\n"
 	  "(a head printed before): lines cut off the end show" },
+	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP, NULL,
+	  "debugging only: no per-thread seccomp filters (a warning says so)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
 	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT, NULL,
@@ -279,6 +282,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		c->snapshot = val;
 		return CLI_OK;
 	case O_COLD: c->cold = true; return CLI_OK;
+	case O_NO_SECCOMP: c->no_seccomp = true; return CLI_OK;
 	case O_OUT:
 		if (!*val)
 			return fail(err, errlen, "--out needs a directory");

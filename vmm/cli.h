@@ -24,6 +24,7 @@ struct cli {
 	/* Snapshots */
 	const char *snapshot;      /* boot, run: --snapshot DIR */
 	bool cold;                 /* run: --cold, boot instead of the default snapshot */
+	bool no_seccomp;           /* boot, run, snapshot: --no-seccomp */
 	char *setups[CLI_MAX_SETUP];   /* snapshot create: --setup CMD, in order */
 	int nsetup;
 	const char *out;           /* snapshot create: --out DIR */

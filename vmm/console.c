@@ -3,6 +3,7 @@
 #include "exitcode.h"
 #include "log.h"
 #include "thread.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -100,6 +101,7 @@ static void *console_thread(void *arg)
 	struct console *con = &vm->console;
 	struct input in = { .eof = !con->interactive };
 
+	seccomp_enter(SECCOMP_ROLE_CONSOLE);
 	for (;;) {
 		struct pollfd fds[2] = { { .fd = con->wake_fd, .events = POLLIN },
 					 { .fd = con->in_fd, .events = POLLIN } };

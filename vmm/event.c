@@ -1,6 +1,7 @@
 /* event.c - the I/O thread: one epoll loop per VM that calls device handlers when their fds fire. */
 #include "event.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -125,6 +126,7 @@ static void *event_loop_thread(void *arg)
 {
 	struct event_loop *loop = arg;
 
+	seccomp_enter(SECCOMP_ROLE_IO);
 	while (!atomic_load(&loop->stopping)) {
 		int n = event_loop_poll(loop, -1);
 

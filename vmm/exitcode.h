@@ -12,6 +12,10 @@ enum mayfly_exit {
 	EXIT_TRIPLE_FAULT  = 6,  /* guest triple-faulted (KVM_EXIT_SHUTDOWN) */
 	EXIT_KVM_ERROR     = 7,  /* KVM internal error, emulation failure, failed entry */
 	EXIT_GUEST_PANIC   = 8,  /* guest kernel panicked */
+	/* A thread made a system call its seccomp filter forbids (one line on
+	 * stderr names the thread role and the call): 128 + SIGSYS, as if the
+	 * kernel had killed the process with that signal. Every command. */
+	EXIT_SECCOMP       = 159,
 };
 
 #endif

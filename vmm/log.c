@@ -2,6 +2,7 @@
 #include "log.h"
 #include "clock.h"
 #include "thread.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -175,6 +176,7 @@ static void *log_writer(void *arg)
 	char line[LOG_LINE_MAX];
 
 	(void)arg;
+	seccomp_enter(SECCOMP_ROLE_LOG);
 	pthread_mutex_lock(&queue.lock);
 	for (;;) {
 		uint64_t dropped;

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "vm.h"
 #include "restore.h"
+#include "seccomp/seccomp.h"
 #include "agent/run.h"
 #include "agent/audit_cmd.h"
 #include "agent/mcp_cmd.h"
@@ -77,6 +78,8 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	if (code >= 0)
 		return code;
 	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return EXIT_INTERNAL;
 	if (c->snapshot)
 		return boot_restored(c, start_ns);
 	if (guest_files_resolve(&c->vm, err, sizeof(err))) {
@@ -126,6 +129,13 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+#ifdef MAYFLY_SECCOMP_SELFTEST
+	/* mayfly-selftest only (tests/seccomp): the thread of this role makes
+	 * one forbidden system call once its filter is in. */
+	for (int r = 0; getenv("MAYFLY_SECCOMP_SELFTEST") && seccomp_role_name(r); r++)
+		if (!strcmp(getenv("MAYFLY_SECCOMP_SELFTEST"), seccomp_role_name(r)))
+			seccomp_selftest(r);
+#endif
 	c = malloc(sizeof(*c));   /* large: every path of a VM config */
 	if (!c) {
 		log_say("out of memory");

@@ -52,6 +52,17 @@ int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	return -rc;
 }
 
+void thread_block_stop_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 void thread_kick(pthread_t thread)
 {
 	/* Without the handler the signal's default action ends the process. */

@@ -29,6 +29,11 @@ int thread_init(void) __attribute__((warn_unused_result));
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	__attribute__((warn_unused_result));
 
+/* Block SIGINT, SIGTERM and SIGHUP on the calling thread (and the threads
+ * it starts): they are for vm_run's signalfd, never a default action on a
+ * thread that happens to be waiting elsewhere. */
+void thread_block_stop_signals(void);
+
 /* Make `thread`'s blocking system call return EINTR, now or (if it is not
  * in one) never: a thread that must see the kick checks a flag after the
  * call. Never blocks. Does nothing before a successful thread_init. */

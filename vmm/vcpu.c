@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 #include "thread.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
@@ -182,7 +183,15 @@ static void vcpu_park(struct vcpu *vcpu)
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
+	struct vm *vm = vcpu->vm;
 
+	seccomp_enter(SECCOMP_ROLE_VCPU);
+	/* No guest instruction before every thread, the main one included,
+	 * is confined: vm_run releases the vCPUs once it is. */
+	pthread_mutex_lock(&vm->pause_lock);
+	while (!vm->released && atomic_load(&vm->exit_code) < 0)
+		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+	pthread_mutex_unlock(&vm->pause_lock);
 	log_debug("vcpu%u: first KVM_RUN", vcpu->index);
 	if (vcpu->index == 0)
 		atomic_store(&vcpu->vm->first_run_ns, clock_now_ns());

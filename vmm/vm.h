@@ -82,6 +82,7 @@ struct vm {
 	pthread_cond_t pause_cond;
 	_Atomic bool pausing;
 	unsigned parked;                 /* under pause_lock */
+	bool released;                   /* under pause_lock: vCPUs may enter KVM_RUN */
 
 	/* The first component to end the VM records why; the rest see it set. */
 	_Atomic int exit_code;           /* -1 while running */

@@ -2,6 +2,7 @@
 #include "vm.h"
 #include "exitcode.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -124,6 +125,13 @@ int vm_run(struct vm *vm)
 			break;
 		}
 	}
+	/* Every thread is started (each took its own filter): this one needs
+	 * no new thread, file or VM from here on. Then the guest may run. */
+	seccomp_enter(SECCOMP_ROLE_MAIN);
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->released = true;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
 	while (atomic_load(&vm->exit_code) < 0) {
 		struct pollfd fds[2] = { { .fd = vm->stop_fd, .events = POLLIN },
 					 { .fd = sig_fd, .events = POLLIN } };

@@ -61,6 +61,11 @@ static void emit(FILE *out, json_t *obj)
 	free(s);
 }
 
+void events_prepare(void)
+{
+	json_object_seed(0);
+}
+
 void event_started(FILE *out, uint32_t pid)
 {
 	emit(out, json_pack("{s:s, s:I}", "event", "started", "pid", (json_int_t)pid));

@@ -22,6 +22,11 @@ struct event_stream {
  * follows is invalid. */
 size_t utf8_valid_prefix(const uint8_t *s, size_t len, bool *cut);
 
+/* Seed jansson's hash function now: on first use it opens /dev/urandom,
+ * which the main thread's seccomp filter forbids once the VM runs (its
+ * last event may be the first). Before vm_run. */
+void events_prepare(void);
+
 /* Each writes one line to out and flushes it. */
 void event_started(FILE *out, uint32_t pid);
 /* Output as {"event":NAME,"data":TEXT} when it is valid UTF-8 (a sequence

@@ -6,6 +6,7 @@
 #include "agent/session.h"
 #include "agent/vm_agent.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -48,6 +49,8 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	if (code >= 0)
 		return code;
 	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
 	/* A client that went away is a write error to handle, not a death. */
 	signal(SIGPIPE, SIG_IGN);
 	ctx = calloc(1, sizeof(*ctx));   /* large: the client's frame buffers */
@@ -75,6 +78,10 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		};
 		ctx->va.job = mcp_job;
 		ctx->va.opaque = ctx;
+		/* Its job starts the session's reader and watcher threads and
+		 * spawns approvers: the agent thread stays unfiltered (the VM's
+		 * own threads and this one are). */
+		ctx->va.unconfined = true;
 		code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 		vm_agent_destroy(&ctx->va);
 		if (ctx->restoring)

@@ -12,6 +12,7 @@
 #include "guest_files.h"
 #include "log.h"
 #include "restore.h"
+#include "seccomp/seccomp.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -290,6 +291,9 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 
 	ctx->o = &c->run;
 	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
+	events_prepare();
 	code = gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "cli");
 	if (code)
 		return RUN_EXIT_MAYFLY;
@@ -300,6 +304,12 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	}
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
+	ctx->va.unconfined = c->run.approve_cmd != NULL;
+	/* Documented (README, docs/security.md); a warning on every run would
+	 * be noise in the one line a refusal gets. */
+	if (ctx->va.unconfined && seccomp_enabled())
+		log_info("--approve: the agent thread, which spawns the approver, runs without its "
+			 "seccomp filter (every other thread keeps its own)");
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 	vm_agent_destroy(&ctx->va);

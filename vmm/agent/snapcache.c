@@ -5,10 +5,12 @@
 #include "clock.h"
 #include "image_id.h"
 #include "log.h"
+#include "thread.h"
 #include "vm_snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sha2.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +79,43 @@ static int mkdirs(const char *path)
 	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
+struct maker {
+	const struct vm_config *cfg;
+	const char *dir;
+	uint64_t start_ns;
+	bool show_output;
+	int code;
+};
+
+static void *maker_thread(void *arg)
+{
+	struct maker *m = arg;
+
+	m->code = snapshot_make(m->cfg, NULL, 0, m->dir, m->start_ns, m->show_output);
+	return NULL;
+}
+
+/* The default snapshot's VM runs on a thread of its own: its "main"
+ * seccomp role (no new file, VM or thread) ends with that thread, and
+ * this one, still unconfined, builds the run's own VM after it. Signals
+ * stay blocked here, for that VM's signalfd, as vm_run leaves them. */
+static int make_on_thread(const struct vm_config *cfg, const char *dir, uint64_t start_ns,
+			  bool show_output)
+{
+	struct maker m = { cfg, dir, start_ns, show_output, RUN_EXIT_MAYFLY };
+	pthread_t thread;
+	int rc;
+
+	thread_block_stop_signals();
+	rc = thread_start(&thread, maker_thread, &m);
+	if (rc) {
+		log_say("cannot start a thread for the default snapshot: %s", strerror(-rc));
+		return RUN_EXIT_MAYFLY;
+	}
+	pthread_join(thread, NULL);
+	return m.code;
+}
+
 int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose)
 {
 	char cache[CONFIG_PATH_MAX], key[KEY_CHARS + 1], lock[CONFIG_PATH_MAX + 64];
@@ -118,7 +157,7 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		log_say("making the default snapshot for this kernel and root image, once "
 			"(a cold boot; later runs restore it; --cold skips it)");
 		t0 = clock_now_ns();
-		code = snapshot_make(cfg, NULL, 0, dir, t0, verbose > 0);
+		code = make_on_thread(cfg, dir, t0, verbose > 0);
 		if (!code)
 			log_say("default snapshot ready in %.1f s: %s", (double)(clock_now_ns() - t0) / 1e9,
 				dir);

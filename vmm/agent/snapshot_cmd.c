@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "guest_files.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 #include "vm_devices.h"
 #include "vm_snapshot.h"
 
@@ -133,6 +134,7 @@ int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, 
 	}
 	m->va.cancel_fd = -1;
 	m->va.job = make_job;
+	m->va.saves_snapshot = true;
 	m->va.opaque = m;
 	m->setups = setups;
 	m->nsetup = nsetup;
@@ -200,5 +202,7 @@ int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	if (code)
 		return code;
 	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
 	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true);
 }

@@ -4,6 +4,8 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -89,6 +91,10 @@ static void *agent_thread(void *arg)
 	const char *why = "";
 	int rc;
 
+	/* A filter is inherited across execve: an approver spawned from here
+	 * would run under it (and could not even map its libraries). */
+	if (!va->unconfined)
+		seccomp_enter(va->saves_snapshot ? SECCOMP_ROLE_SNAPSHOT : SECCOMP_ROLE_AGENT);
 	if (!wait_guest_init(va))
 		return NULL;
 	rc = agent_client_connect(&va->client, dial_vm, &va->vm, PROTO_AGENT_PORT,
@@ -118,7 +124,6 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 		 uint64_t start_ns)
 {
 	pthread_t thread;
-	sigset_t set;
 	uint64_t one = 1;
 	int code;
 
@@ -135,11 +140,7 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 		return EXIT_INTERNAL;
 	}
 	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	thread_block_stop_signals();
 	if (pthread_create(&thread, NULL, agent_thread, va)) {
 		log_error("cannot start the agent thread");
 		return EXIT_INTERNAL;

@@ -27,6 +27,8 @@ struct vm_agent {
 	vm_agent_job job;             /* NULL: only connect (and freshen), then let go */
 	void *opaque;
 	bool keep_running;            /* the job's end does not end the VM */
+	bool saves_snapshot;          /* the job saves the VM: the snapshot seccomp role */
+	bool unconfined;              /* the job spawns processes (--approve): no filter */
 	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
 	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
 };
