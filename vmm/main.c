@@ -6,6 +6,7 @@
 #include "log.h"
 #include "vm.h"
 #include "restore.h"
+#include "jail/jail.h"
 #include "agent/run.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
@@ -41,6 +42,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	struct vm_config cfg;
 	struct snapshot snap;
 	struct vm_agent *va;
+	struct jail jail;
 	const char *why = "";
 	int rc = restore_prepare(&snap, c->snapshot, &c->vm, &given, &cfg, &why);
 
@@ -56,7 +58,10 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	}
 	va->cancel_fd = -1;
 	va->keep_running = true;
-	rc = vm_agent_run(va, &cfg, &snap, start_ns);
+	va->jail = &jail;
+	if (jail_start(&jail, &c->jail, &cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
+		rc = vm_agent_run(va, &cfg, &snap, start_ns);
+	}
 	vm_agent_destroy(va);
 	free(va);
 	snapshot_free(&snap);
@@ -65,6 +70,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 
 static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
+	struct jail jail;
 	struct vm vm;
 	char err[256];
 	int code;
@@ -79,7 +85,11 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		log_say("%s", err);
 		return EXIT_BAD_IMAGE;
 	}
+	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
+		return code;
 	code = vm_build(&vm, &c->vm, NULL, start_ns);
+	if (code == 0)
+		code = jail_enter(&jail, &c->vm);
 	if (code == 0)
 		code = vm_run(&vm);
 	vm_destroy(&vm);

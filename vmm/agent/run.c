@@ -9,6 +9,7 @@
 #include "agent/transfer.h"
 #include "clock.h"
 #include "guest_files.h"
+#include "jail/jail.h"
 #include "log.h"
 #include "restore.h"
 #include "vm.h"
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define RUN_AGENT_GRACE_S  10   /* past --timeout, for the agent's own EXIT to arrive */
@@ -41,6 +43,16 @@ struct run_ctx {
 	struct snapshot snap;         /* restoring: the snapshot loaded */
 	bool restoring;
 	struct vm_config restored;    /* its config, with this run's own fields */
+	struct jail jail;
+	/* Opened before the VM (a jailed VMM cannot open the user's files):
+	 * each --put's fd (or -errno), each --get's target with its open's
+	 * error; get_ok (shared with the supervisor) marks the --get copies
+	 * that came in whole, which whoever is outside the jail commits. */
+	int put_fds[RUN_MAX_FILES];
+	struct transfer_target gets[RUN_MAX_FILES];
+	int get_rc[RUN_MAX_FILES];
+	char get_why[RUN_MAX_FILES][160];
+	uint8_t *get_ok;
 };
 
 static double ms_since(uint64_t from, uint64_t to)
@@ -73,8 +85,8 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 }
 
 /* Each --put (before) or --get (after), each with its own deadline. */
-static bool copy_files(struct agent_client *c, const struct run_opts *o, bool put,
-		       struct exec_result *res)
+static bool copy_files(struct run_ctx *ctx, struct agent_client *c, const struct run_opts *o,
+		       bool put, struct exec_result *res)
 {
 	const struct run_file *files = put ? o->puts : o->gets;
 	int n = put ? o->nput : o->nget;
@@ -82,10 +94,20 @@ static bool copy_files(struct agent_client *c, const struct run_opts *o, bool pu
 
 	for (int i = 0; i < n; i++) {
 		uint64_t deadline = clock_now_ns() + o->call_timeout_s * NS;
-		int rc = put ? transfer_put(c, files[i].local, files[i].guest, deadline, why, sizeof(why)) :
-			       transfer_get(c, files[i].guest, files[i].local, o->max_get_bytes,
-					    deadline, why, sizeof(why));
+		int rc;
 
+		if (put) {
+			rc = transfer_put_fd(c, ctx->put_fds[i], files[i].local, files[i].guest,
+					     deadline, why, sizeof(why));
+		} else if (ctx->get_rc[i]) {
+			rc = ctx->get_rc[i];
+			snprintf(why, sizeof(why), "%s", ctx->get_why[i]);
+		} else {
+			rc = transfer_get_into(c, files[i].guest, &ctx->gets[i], o->max_get_bytes,
+					       deadline, why, sizeof(why));
+			if (!rc)
+				ctx->get_ok[i] = 1;
+		}
 		if (rc) {
 			snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s",
 				 put ? "--put" : "--get", put ? files[i].local : files[i].guest, why);
@@ -138,7 +160,7 @@ static void run_job(struct vm_agent *va, void *opaque)
 
 	(void)va;
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (!copy_files(&ctx->va.client, o, true, &ctx->res))
+	if (!copy_files(ctx, &ctx->va.client, o, true, &ctx->res))
 		return;
 	spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
 	atomic_store(&ctx->running, true);
@@ -147,7 +169,7 @@ static void run_job(struct vm_agent *va, void *opaque)
 	if (ctx->res.ended_ns && o->nget) {
 		struct exec_result got = ctx->res;
 
-		if (!copy_files(&ctx->va.client, o, false, &got) && ctx->res.exit_code == 0) {
+		if (!copy_files(ctx, &ctx->va.client, o, false, &got) && ctx->res.exit_code == 0) {
 			ctx->res.exit_code = got.exit_code;
 			memcpy(ctx->res.error, got.error, sizeof(got.error));
 		}
@@ -222,6 +244,65 @@ static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_con
 	return 0;
 }
 
+/* The --put files and --get targets, opened while we still may. */
+static int open_files(struct run_ctx *ctx, const struct run_opts *o)
+{
+	ctx->get_ok = mmap(NULL, RUN_MAX_FILES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			   -1, 0);
+	if (ctx->get_ok == MAP_FAILED) {
+		ctx->get_ok = NULL;
+		log_say("cannot map memory: %s", strerror(errno));
+		return RUN_EXIT_MAYFLY;
+	}
+	for (int i = 0; i < RUN_MAX_FILES; i++) {
+		ctx->put_fds[i] = -EBADF;
+		ctx->gets[i].fd = -1;
+	}
+	for (int i = 0; i < o->nput; i++) {
+		int fd = open(o->puts[i].local, O_RDONLY | O_CLOEXEC);
+
+		ctx->put_fds[i] = fd < 0 ? -errno : fd;
+	}
+	for (int i = 0; i < o->nget; i++)
+		ctx->get_rc[i] = transfer_target_open(o->gets[i].local, &ctx->gets[i], ctx->get_why[i],
+						      sizeof(ctx->get_why[i]));
+	return 0;
+}
+
+/* Outside the jail: each --get that came in whole replaces its LOCAL,
+ * the others' temporary files go; inside, only our copies are closed. */
+static void close_files(struct run_ctx *ctx, const struct run_opts *o, int *code)
+{
+	char why[256];
+
+	if (!ctx->get_ok)
+		return;   /* open_files did not run */
+	for (int i = 0; i < o->nput; i++)
+		if (ctx->put_fds[i] >= 0)
+			close(ctx->put_fds[i]);
+	for (int i = 0; i < o->nget; i++) {
+		if (ctx->get_rc[i] || ctx->gets[i].fd < 0)
+			continue;
+		if (ctx->jail.inside) {
+			close(ctx->gets[i].fd);
+			continue;
+		}
+		if (transfer_target_close(&ctx->gets[i], ctx->get_ok[i] ? 0 : -ECANCELED, why,
+					  sizeof(why)) && ctx->get_ok[i]) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "--get %.100s: %.180s", o->gets[i].guest, why);
+			report_failure(o, msg);
+			if (*code == 0)
+				*code = RUN_EXIT_AGENT;
+		}
+	}
+	munmap(ctx->get_ok, RUN_MAX_FILES);
+	ctx->get_ok = NULL;
+}
+
+static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns);
+
 static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 {
 	const struct vm_config *cfg;
@@ -230,16 +311,29 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	ctx->o = &c->run;
 	log_init(c->vm.id, c->vm.log_level);
 	code = run_choose_vm(ctx, c, &cfg);
-	if (code)
-		return code;
+	if (!code)
+		code = open_files(ctx, &c->run);
+	if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
+		code = run_vm(ctx, cfg, start_ns);
+	close_files(ctx, &c->run, &code);
+	if (ctx->restoring)
+		snapshot_free(&ctx->snap);
+	ctx->restoring = false;
+	return code;
+}
+
+/* The VM process's part (jailed, or this process with --no-jail). */
+static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns)
+{
+	int code;
+
+	ctx->va.jail = &ctx->jail;
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 	vm_agent_destroy(&ctx->va);
 	term_close(&ctx->term);
-	if (ctx->restoring)
-		snapshot_free(&ctx->snap);
 
 	if (!ctx->va.built)
 		return RUN_EXIT_MAYFLY;   /* vm_build logged why, in one line */

@@ -55,16 +55,26 @@ static int lost(int rc, char *why, size_t whylen)
 int transfer_put(struct agent_client *c, const char *local, const char *guest,
 		 uint64_t deadline_ns, char *why, size_t whylen)
 {
+	int fd = open(local, O_RDONLY | O_CLOEXEC), rc;
+
+	rc = transfer_put_fd(c, fd < 0 ? -errno : fd, local, guest, deadline_ns, why, whylen);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int transfer_put_fd(struct agent_client *c, int fd, const char *local, const char *guest,
+		    uint64_t deadline_ns, char *why, size_t whylen)
+{
 	uint8_t chunk[PROTO_CHUNK];
 	uint32_t id = agent_client_id(c);
 	struct proto_writer w;
 	struct stat st;
-	int fd, rc, len;
+	int rc, len;
 
 	why[0] = '\0';
-	fd = open(local, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? -errno : -EINVAL;
+		rc = fd < 0 ? fd : -EINVAL;
 		snprintf(why, whylen, "cannot read '%s': %s", local,
 			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		goto out;
@@ -101,19 +111,8 @@ int transfer_put(struct agent_client *c, const char *local, const char *guest,
 	if (rc && rc != -EINVAL && !why[0])
 		lost(rc, why, whylen);
 out:
-	if (fd >= 0)
-		close(fd);
 	return rc;
 }
-
-/* Where a --get writes: a temporary file beside the real target, or the
- * target itself when it is not a regular file. */
-struct target {
-	int fd;
-	bool direct;
-	char tmp[PATH_MAX + 32];
-	char final[PATH_MAX];
-};
 
 /* New files get 0666 less the umask, as open(2) would give them. */
 static mode_t new_file_mode(void)
@@ -124,7 +123,7 @@ static mode_t new_file_mode(void)
 	return 0666 & ~mask;
 }
 
-static int open_target(const char *local, struct target *t, char *why, size_t whylen)
+int transfer_target_open(const char *local, struct transfer_target *t, char *why, size_t whylen)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
 	struct stat st;
@@ -132,6 +131,7 @@ static int open_target(const char *local, struct target *t, char *why, size_t wh
 	int rc;
 
 	t->fd = -1;
+	t->name = local;
 	if (stat(local, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) {
 			snprintf(why, whylen, "cannot write '%s': it is a directory", local);
@@ -180,7 +180,7 @@ static int open_target(const char *local, struct target *t, char *why, size_t wh
 }
 
 /* Write all of data by the deadline (a direct target may be a pipe). */
-static int write_target(struct target *t, const uint8_t *data, size_t n, uint64_t deadline_ns)
+static int write_target(struct transfer_target *t, const uint8_t *data, size_t n, uint64_t deadline_ns)
 {
 	while (n) {
 		ssize_t w = write(t->fd, data, n);
@@ -205,8 +205,7 @@ static int write_target(struct target *t, const uint8_t *data, size_t n, uint64_
 	return 0;
 }
 
-/* Commit (rename over the target) or throw away what was written. */
-static int close_target(struct target *t, int rc, char *why, size_t whylen)
+int transfer_target_close(struct transfer_target *t, int rc, char *why, size_t whylen)
 {
 	if (close(t->fd) < 0 && !rc) {
 		rc = -errno;
@@ -226,8 +225,22 @@ static int close_target(struct target *t, int rc, char *why, size_t whylen)
 int transfer_get(struct agent_client *c, const char *guest, const char *local,
 		 uint64_t max_bytes, uint64_t deadline_ns, char *why, size_t whylen)
 {
+	struct transfer_target t = { .fd = -1 };
+	int rc;
+
+	why[0] = '\0';
+	rc = transfer_target_open(local, &t, why, whylen);
+	if (rc)
+		return rc;
+	rc = transfer_get_into(c, guest, &t, max_bytes, deadline_ns, why, whylen);
+	return transfer_target_close(&t, rc, why, whylen);
+}
+
+int transfer_get_into(struct agent_client *c, const char *guest, struct transfer_target *target,
+		      uint64_t max_bytes, uint64_t deadline_ns, char *why, size_t whylen)
+{
 	uint32_t id = agent_client_id(c);
-	struct target t = { .fd = -1 };
+	const char *local = target->name;
 	struct proto_writer w;
 	struct proto_frame f;
 	bool refused = false;
@@ -235,9 +248,6 @@ int transfer_get(struct agent_client *c, const char *guest, const char *local,
 	int rc, len;
 
 	why[0] = '\0';
-	rc = open_target(local, &t, why, whylen);
-	if (rc)
-		return rc;
 	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_READ, id);
 	proto_put_str(&w, guest);
 	len = proto_end(&w);
@@ -276,7 +286,7 @@ int transfer_get(struct agent_client *c, const char *guest, const char *local,
 			break;
 		}
 		total += n;
-		rc = write_target(&t, data, n, deadline_ns);
+		rc = write_target(target, data, n, deadline_ns);
 		if (rc)
 			snprintf(why, whylen, "cannot write '%s': %s", local,
 				 rc == -ETIMEDOUT ? "its reader does not read" : strerror(-rc));
@@ -287,5 +297,5 @@ int transfer_get(struct agent_client *c, const char *guest, const char *local,
 		c->broken = true;
 	if (rc && !why[0])
 		lost(rc, why, whylen);
-	return close_target(&t, rc, why, whylen);
+	return rc;
 }
