@@ -59,10 +59,11 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	va->cancel_fd = -1;
 	va->keep_running = true;
 	va->jail = &jail;
+	/* The supervisor built nothing: only the VM process destroys a VM. */
 	if (jail_start(&jail, &c->jail, &cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
 		rc = vm_agent_run(va, &cfg, &snap, start_ns);
+		vm_agent_destroy(va);
 	}
-	vm_agent_destroy(va);
 	free(va);
 	snapshot_free(&snap);
 	return rc;

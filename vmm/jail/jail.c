@@ -347,6 +347,10 @@ int jail_enter(struct jail *j, const struct vm_config *cfg)
 		if (rc)
 			goto err;
 	}
+	/* Without a fork the leaked fds are still here (the child closed its
+	 * own at its start, where /proc still showed them). */
+	if (j->restrict_only)
+		creds_close_inherited_fds();
 	rc = creds_set_rlimits(&what);
 	if (rc)
 		goto err;
