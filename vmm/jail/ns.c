@@ -118,6 +118,12 @@ int ns_pivot_root(const char *dir, const char *const *keep, int nkeep, const cha
 {
 	int rc;
 
+	/* pivot_root needs the current root to have a parent mount: an
+	 * initramfs root (rootfs, as in the nested harness's L1) has none.
+	 * A recursive bind of / onto itself, entered with chroot, has one,
+	 * on any host; it is detached with the rest of the old root below. */
+	if (mount("/", "/", NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0 || chroot(".") < 0)
+		return fail(what, "binding / onto itself");
 	if (mount("mayfly-jail", dir, "tmpfs", JAIL_MOUNT_FLAGS, "size=64k,nr_inodes=256,mode=0755") < 0)
 		return fail(what, "mounting the jail's tmpfs");
 	for (int i = 0; i < nkeep; i++) {
