@@ -208,7 +208,13 @@ static int rlimits_child(void)
 	char big[1024] = { 0 };
 	int fd;
 
-	if (creds_set_rlimits(&what))
+	struct rlimit before;
+
+	if (getrlimit(RLIMIT_NPROC, &before) < 0 || creds_set_rlimits(false, &what))
+		return 1;
+	if (!limit_is(RLIMIT_NPROC, before.rlim_cur) && before.rlim_cur == before.rlim_max)
+		return 8;   /* a user's own uid keeps its NPROC */
+	if (creds_set_rlimits(true, &what))
 		return 1;
 	if (!limit_is(RLIMIT_CORE, 0) || !limit_is(RLIMIT_MEMLOCK, CREDS_MEMLOCK))
 		return 2;

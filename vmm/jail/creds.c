@@ -35,7 +35,7 @@ static int lower(int resource, rlim_t want)
 	return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
 
-int creds_set_rlimits(const char **what)
+int creds_set_rlimits(bool nproc, const char **what)
 {
 	static const struct { int resource; rlim_t value; const char *name; } limits[] = {
 		{ RLIMIT_NOFILE, CREDS_NOFILE, "RLIMIT_NOFILE" },
@@ -49,7 +49,11 @@ int creds_set_rlimits(const char **what)
 	 * kill the VM for a full log file. */
 	signal(SIGXFSZ, SIG_IGN);
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		int rc = lower(limits[i].resource, limits[i].value);
+		int rc;
+
+		if (limits[i].resource == RLIMIT_NPROC && !nproc)
+			continue;
+		rc = lower(limits[i].resource, limits[i].value);
 
 		if (rc) {
 			*what = limits[i].name;

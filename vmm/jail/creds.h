@@ -12,11 +12,13 @@
 #define CREDS_FSIZE     (64ULL << 30) /* a file it writes (stdout redirected) */
 #define CREDS_MEMLOCK   0             /* the VMM locks no memory */
 
-/* Set RLIMIT_NOFILE, NPROC, CORE (0), FSIZE and MEMLOCK to the values
- * above; never raises a hard limit the process already has lower. SIGXFSZ
- * is ignored so a write past FSIZE fails with EFBIG instead of killing the
- * VM. 0 or -errno with *what naming the limit that failed. */
-int creds_set_rlimits(const char **what) __attribute__((warn_unused_result));
+/* Set RLIMIT_NOFILE, CORE (0), FSIZE, MEMLOCK and, with nproc, NPROC to
+ * the values above; never raises a hard limit the process already has
+ * lower. NPROC counts every process and thread of the real uid: only for
+ * a uid the jail drops to, never a user's own, who may already run more.
+ * SIGXFSZ is ignored so a write past FSIZE fails with EFBIG instead of
+ * killing the VM. 0 or -errno with *what naming the limit that failed. */
+int creds_set_rlimits(bool nproc, const char **what) __attribute__((warn_unused_result));
 
 /* Close every descriptor above stderr that does not have FD_CLOEXEC:
  * mayfly opens all of its own with O_CLOEXEC, so these are the ones the

@@ -351,7 +351,7 @@ int jail_enter(struct jail *j, const struct vm_config *cfg)
 	 * own at its start, where /proc still showed them). */
 	if (j->restrict_only)
 		creds_close_inherited_fds();
-	rc = creds_set_rlimits(&what);
+	rc = creds_set_rlimits(j->root, &what);
 	if (rc)
 		goto err;
 	clearenv();
