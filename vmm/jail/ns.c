@@ -118,12 +118,6 @@ int ns_pivot_root(const char *dir, const char *const *keep, int nkeep, const cha
 {
 	int rc;
 
-	/* pivot_root needs the current root to have a parent mount: an
-	 * initramfs root (rootfs, as in the nested harness's L1) has none.
-	 * A recursive bind of / onto itself, entered with chroot, has one,
-	 * on any host; it is detached with the rest of the old root below. */
-	if (mount("/", "/", NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0 || chroot(".") < 0)
-		return fail(what, "binding / onto itself");
 	if (mount("mayfly-jail", dir, "tmpfs", JAIL_MOUNT_FLAGS, "size=64k,nr_inodes=256,mode=0755") < 0)
 		return fail(what, "mounting the jail's tmpfs");
 	for (int i = 0; i < nkeep; i++) {
@@ -147,11 +141,20 @@ int ns_pivot_root(const char *dir, const char *const *keep, int nkeep, const cha
 	if (chdir(dir) < 0)
 		return fail(what, "chdir into the jail");
 	/* pivot_root(".", "."): the old root ends up stacked on the new one,
-	 * and detaching "." then removes it; no directory for it is needed. */
-	if (syscall(SYS_pivot_root, ".", ".") < 0)
+	 * and detaching "." then removes it; no directory for it is needed.
+	 * An initramfs root (rootfs, as in the nested harness's L1) has no
+	 * parent mount and pivot_root refuses it (EINVAL): there the jail is
+	 * moved over / and entered with chroot, as switch_root does; the old
+	 * root stays underneath, out of reach of a process that can no
+	 * longer mount or chroot (no capabilities, in our mount namespace). */
+	if (syscall(SYS_pivot_root, ".", ".") == 0) {
+		if (umount2(".", MNT_DETACH) < 0)
+			return fail(what, "detaching the old root");
+	} else if (errno != EINVAL) {
 		return fail(what, "pivot_root");
-	if (umount2(".", MNT_DETACH) < 0)
-		return fail(what, "detaching the old root");
+	} else if (mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0) {
+		return fail(what, "moving the jail over an initramfs root");
+	}
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | JAIL_MOUNT_FLAGS, NULL) < 0)
 		return fail(what, "making the jail's root read-only");
 	if (chdir(cwd && cwd[0] == '/' ? cwd : "/") < 0 && chdir("/") < 0)
