@@ -66,16 +66,20 @@ static unsigned available(const char *dir)
 	return bits;
 }
 
-/* Let dir's children use the controllers in bits. */
-static int delegate(const char *dir, unsigned bits)
+/* Let dir's children use the controllers in bits, one at a time (one the
+ * kernel refuses does not cost the others); the bits that took. */
+static unsigned delegate(const char *dir, unsigned bits)
 {
-	char text[64] = "";
+	char text[32];
 
-	for (size_t i = 0; i < NR_CONTROLLERS; i++)
-		if (bits & (1u << i))
-			snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s+%s",
-				 text[0] ? " " : "", controllers[i]);
-	return text[0] ? write_file(dir, "cgroup.subtree_control", text) : 0;
+	for (size_t i = 0; i < NR_CONTROLLERS; i++) {
+		if (!(bits & (1u << i)))
+			continue;
+		snprintf(text, sizeof(text), "+%s", controllers[i]);
+		if (write_file(dir, "cgroup.subtree_control", text))
+			bits &= ~(1u << i);
+	}
+	return bits;
 }
 
 int cgroup_create(struct cgroup *cg, const char *root, const char *name,
@@ -99,13 +103,7 @@ int cgroup_create(struct cgroup *cg, const char *root, const char *name,
 		goto err_path;
 	}
 	/* Both levels delegate; a controller that is on already stays on. */
-	rc = delegate(root, bits);
-	if (!rc)
-		rc = delegate(parent, bits);
-	if (rc) {
-		*why = "cannot enable the memory, pids and cpu controllers";
-		goto err_path;
-	}
+	bits = delegate(parent, delegate(root, bits));
 	if (mkdir(cg->path, 0755) < 0) {
 		rc = -errno;
 		*why = "cannot create the VM's cgroup";
