@@ -182,9 +182,9 @@ static int supervise(pid_t child, pid_t parent, const sigset_t *set)
 		if (getppid() != parent) {
 			parent_died = true;
 			kill(child, SIGKILL);
-		}
-		else if (si.ssi_code != SI_KERNEL)
+		} else if (si.ssi_code != SI_KERNEL) {
 			kill(child, (int)si.ssi_signo);
+		}
 	}
 	if (sfd >= 0)
 		close(sfd);
