@@ -1,6 +1,7 @@
 /* run.c - mayfly run: a fresh VM per command, driven through its guest agent in the same process; mayfly exec and cp for a running VM. */
 #include "agent/run.h"
 #include "agent/events.h"
+#include "agent/gate.h"
 #include "agent/snapcache.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
@@ -43,6 +44,8 @@ struct run_ctx {
 	struct snapshot snap;         /* restoring: the snapshot loaded */
 	bool restoring;
 	struct vm_config restored;    /* its config, with this run's own fields */
+	struct gate gate;             /* --approve, --audit */
+	struct audit_log audit;
 	struct jail jail;
 	/* Opened before the VM (a jailed VMM cannot open the user's files):
 	 * each --put's fd (or -errno), each --get's target with its open's
@@ -84,37 +87,70 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 		event_timings(stdout, &t);
 }
 
+/* Fail the run with what a refused or unrecorded call said. */
+static void gate_failed(struct exec_result *res, int rc, const char *why)
+{
+	snprintf(res->error, sizeof(res->error), "%s", why);
+	res->exit_code = rc == -EPERM ? RUN_EXIT_REFUSED : RUN_EXIT_MAYFLY;
+}
+
+/* One --put or --get (number i) through the gate: approved (a put),
+ * copied from the fd or into the target opened before the VM, recorded. */
+static bool copy_file(struct run_ctx *ctx, struct agent_client *c, const struct run_opts *o,
+		      struct gate *g, int i, bool put, struct exec_result *res)
+{
+	const struct run_file *f = put ? &o->puts[i] : &o->gets[i];
+	json_t *call = gate_file_call(put ? "write_file" : "read_file", f->guest, f->local);
+	struct transfer_stats st = { 0 };
+	uint64_t deadline, t0;
+	char why[256], err[256];
+	int rc;
+
+	if (!call) {
+		gate_failed(res, -ENOMEM, "out of memory");
+		return false;
+	}
+	rc = gate_ask(g, call, &t0, why, sizeof(why));
+	if (rc) {
+		gate_failed(res, rc, why);
+		json_decref(call);
+		return false;
+	}
+	deadline = clock_now_ns() + o->call_timeout_s * NS;
+	if (put) {
+		rc = transfer_put_fd(c, ctx->put_fds[i], f->local, f->guest, deadline, &st, err,
+				     sizeof(err));
+	} else if (ctx->get_rc[i]) {
+		rc = ctx->get_rc[i];
+		snprintf(err, sizeof(err), "%s", ctx->get_why[i]);
+	} else {
+		rc = transfer_get_into(c, f->guest, &ctx->gets[i], o->max_get_bytes, deadline, &st,
+				       err, sizeof(err));
+		if (!rc)
+			ctx->get_ok[i] = 1;
+	}
+	if (rc) {
+		snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s", put ? "--put" : "--get",
+			 put ? f->local : f->guest, err);
+		res->exit_code = RUN_EXIT_AGENT;
+	}
+	if (gate_record_file(g, call, t0, rc, err, &st, why, sizeof(why))) {
+		gate_failed(res, -EIO, why);
+		rc = -EIO;
+	}
+	json_decref(call);
+	return rc == 0;
+}
+
 /* Each --put (before) or --get (after), each with its own deadline. */
 static bool copy_files(struct run_ctx *ctx, struct agent_client *c, const struct run_opts *o,
-		       bool put, struct exec_result *res)
+		       struct gate *g, bool put, struct exec_result *res)
 {
-	const struct run_file *files = put ? o->puts : o->gets;
 	int n = put ? o->nput : o->nget;
-	char why[256];
 
-	for (int i = 0; i < n; i++) {
-		uint64_t deadline = clock_now_ns() + o->call_timeout_s * NS;
-		int rc;
-
-		if (put) {
-			rc = transfer_put_fd(c, ctx->put_fds[i], files[i].local, files[i].guest,
-					     deadline, why, sizeof(why));
-		} else if (ctx->get_rc[i]) {
-			rc = ctx->get_rc[i];
-			snprintf(why, sizeof(why), "%s", ctx->get_why[i]);
-		} else {
-			rc = transfer_get_into(c, files[i].guest, &ctx->gets[i], o->max_get_bytes,
-					       deadline, why, sizeof(why));
-			if (!rc)
-				ctx->get_ok[i] = 1;
-		}
-		if (rc) {
-			snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s",
-				 put ? "--put" : "--get", put ? files[i].local : files[i].guest, why);
-			res->exit_code = RUN_EXIT_AGENT;
+	for (int i = 0; i < n; i++)
+		if (!copy_file(ctx, c, o, g, i, put, res))
 			return false;
-		}
-	}
 	return true;
 }
 
@@ -151,6 +187,33 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 		spec->deadline_ns = clock_now_ns() + (o->timeout_s + RUN_AGENT_GRACE_S) * NS;
 }
 
+/* The command through the gate: approved, run, recorded. */
+static void run_command(struct run_ctx *ctx, struct exec_spec *spec)
+{
+	json_t *call = gate_exec_call(spec, NULL, 0);
+	char why[256];
+	uint64_t t0;
+	int rc;
+
+	if (!call) {
+		gate_failed(&ctx->res, -ENOMEM, "out of memory");
+		return;
+	}
+	rc = gate_ask(&ctx->gate, call, &t0, why, sizeof(why));
+	if (rc) {
+		gate_failed(&ctx->res, rc, why);
+		json_decref(call);
+		return;
+	}
+	atomic_store(&ctx->running, true);
+	session_exec(&ctx->va.client, spec, &ctx->res);
+	atomic_store(&ctx->running, false);
+	/* Fail closed: a command whose record is lost does not look fine. */
+	if (gate_record_exec(&ctx->gate, call, t0, &ctx->res, why, sizeof(why)))
+		gate_failed(&ctx->res, -EIO, why);
+	json_decref(call);
+}
+
 /* mayfly run's job, on the agent thread: files in, the command, files out. */
 static void run_job(struct vm_agent *va, void *opaque)
 {
@@ -160,16 +223,15 @@ static void run_job(struct vm_agent *va, void *opaque)
 
 	(void)va;
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (!copy_files(ctx, &ctx->va.client, o, true, &ctx->res))
+	if (!copy_files(ctx, &ctx->va.client, o, &ctx->gate, true, &ctx->res))
 		return;
 	spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
-	atomic_store(&ctx->running, true);
-	session_exec(&ctx->va.client, &spec, &ctx->res);
-	atomic_store(&ctx->running, false);
+	run_command(ctx, &spec);
 	if (ctx->res.ended_ns && o->nget) {
 		struct exec_result got = ctx->res;
 
-		if (!copy_files(ctx, &ctx->va.client, o, false, &got) && ctx->res.exit_code == 0) {
+		if (!copy_files(ctx, &ctx->va.client, o, &ctx->gate, false, &got) &&
+		    (ctx->res.exit_code == 0 || got.exit_code == RUN_EXIT_MAYFLY)) {
 			ctx->res.exit_code = got.exit_code;
 			memcpy(ctx->res.error, got.error, sizeof(got.error));
 		}
@@ -215,10 +277,8 @@ static void report_failure(const struct run_opts *o, const char *msg)
 	log_say("%s", msg);
 }
 
-/* The VM to run the command in: the one --snapshot names, else the
- * default snapshot (made on first use), or with --cold (or a --disk, which
- * no default snapshot has) a cold boot. 0 or the exit code after one line. */
-static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_config **cfg)
+int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
+		  struct vm_config *restored, const struct vm_config **cfg)
 {
 	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
 	char dir[CONFIG_PATH_MAX];
@@ -226,6 +286,7 @@ static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_con
 	int code = snapshot_vm_config(&c->vm, c->verbose);
 
 	*cfg = &c->vm;
+	*restoring = false;
 	if (code || c->cold || (c->vm.nr_disks && !c->snapshot))
 		return code;
 	if (c->snapshot) {
@@ -235,12 +296,12 @@ static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_con
 		if (code)
 			return code < 0 ? 0 : code;
 	}
-	if (restore_prepare(&ctx->snap, dir, &c->vm, &given, &ctx->restored, &why)) {
+	if (restore_prepare(snap, dir, &c->vm, &given, restored, &why)) {
 		log_say("cannot restore '%s': %s", dir, why);
 		return RUN_EXIT_MAYFLY;
 	}
-	ctx->restoring = true;
-	*cfg = &ctx->restored;
+	*restoring = true;
+	*cfg = restored;
 	return 0;
 }
 
@@ -301,27 +362,6 @@ static void close_files(struct run_ctx *ctx, const struct run_opts *o, int *code
 	ctx->get_ok = NULL;
 }
 
-static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns);
-
-static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
-{
-	const struct vm_config *cfg;
-	int code;
-
-	ctx->o = &c->run;
-	log_init(c->vm.id, c->vm.log_level);
-	code = run_choose_vm(ctx, c, &cfg);
-	if (!code)
-		code = open_files(ctx, &c->run);
-	if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
-		code = run_vm(ctx, cfg, start_ns);
-	close_files(ctx, &c->run, &code);
-	if (ctx->restoring)
-		snapshot_free(&ctx->snap);
-	ctx->restoring = false;
-	return code;
-}
-
 /* The VM process's part (jailed, or this process with --no-jail). */
 static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns)
 {
@@ -350,6 +390,36 @@ static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t sta
 		code = code >= 128 ? code : code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 	}
 	timing_line(ctx, clock_now_ns());
+	return code;
+}
+
+static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
+{
+	const struct vm_config *cfg;
+	int code;
+
+	ctx->o = &c->run;
+	log_init(c->vm.id, c->vm.log_level);
+	code = gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "cli");
+	if (code)
+		return RUN_EXIT_MAYFLY;
+	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
+	if (!code)
+		code = open_files(ctx, &c->run);
+	/* The approver runs `sh -c CMD` on the host for each call, from the
+	 * VM's agent thread: a jailed VM process has no host to run it on. */
+	if (!code && c->run.approve_cmd && !c->jail.disabled)
+		log_warn("jail: not applied with --approve, whose approver runs in the VMM's "
+			 "process (docs/security.md)");
+	if (!code && c->run.approve_cmd)
+		code = run_vm(ctx, cfg, start_ns);
+	else if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
+		code = run_vm(ctx, cfg, start_ns);
+	gate_close(&ctx->gate);
+	close_files(ctx, &c->run, &code);
+	if (ctx->restoring)
+		snapshot_free(&ctx->snap);
+	ctx->restoring = false;
 	return code;
 }
 
@@ -467,9 +537,9 @@ int cmd_cp(struct cli *c, int argc, char **argv)
 		return RUN_EXIT_AGENT;
 	}
 	deadline = clock_now_ns() + c->run.call_timeout_s * NS;
-	rc = src[0] == ':' ? transfer_get(client, src + 1, dst, c->run.max_get_bytes, deadline, why,
-					  sizeof(why)) :
-			     transfer_put(client, src, dst + 1, deadline, why, sizeof(why));
+	rc = src[0] == ':' ? transfer_get(client, src + 1, dst, c->run.max_get_bytes, deadline, NULL,
+					  why, sizeof(why)) :
+			     transfer_put(client, src, dst + 1, deadline, NULL, why, sizeof(why));
 	agent_client_close(client);
 	free(client);
 	if (rc) {
