@@ -19,6 +19,7 @@ enum opt_id {
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
+	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 };
 
 struct cli_option {
@@ -97,6 +98,15 @@ static const struct cli_option options[] = {
 	  "(a head printed before): lines cut off the end show" },
 	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP, NULL,
 	  "debugging only: no per-thread seccomp filters (a warning says so)" },
+	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP, "BYTES",
+	  "the root's copy-on-write overlay (host RAM) holds at most\n"
+	  "BYTES; guest writes past it get I/O errors (default 512M)" },
+	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN, NULL, "run the VMM unjailed, with all our privileges\n"
+	  "(debugging only; see docs/security.md)" },
+	{ "uid", O_UID, C_BOOT | C_RUN, "UID", "started as root, the jailed VMM's uid (default 65534)" },
+	{ "gid", O_GID, C_BOOT | C_RUN, "GID", "started as root, the jailed VMM's gid (default 65534)" },
+	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
+	  "(cgroup cpu.max; default 100, at most 1000)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
 	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT, NULL,
@@ -370,6 +380,24 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return fail(err, errlen, "bad --head '%s': want 64 lowercase hex digits", val);
 		c->audit_head = val;
 		return CLI_OK;
+	case O_DISK_QUOTA:
+		return number("disk-quota", val, 4096, 1ULL << 50, true, &vm->disk_quota, err, errlen);
+	case O_NO_JAIL: c->jail.disabled = true; return CLI_OK;
+	case O_UID:
+	case O_GID:
+		/* 0 is root; (uid_t)-1 means "unchanged" to setresuid. */
+		if (number(id == O_UID ? "uid" : "gid", val, 1, 0xfffffffeULL, false, &n, err, errlen))
+			return CLI_ERROR;
+		if (id == O_UID)
+			c->jail.uid = (uid_t)n;
+		else
+			c->jail.gid = (gid_t)n;
+		return CLI_OK;
+	case O_CPU_QUOTA:
+		if (number("cpu-quota", val, 1, JAIL_MAX_CPU_PCT, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->jail.cpu_pct = (unsigned)n;
+		return CLI_OK;
 	case O_VERBOSE:
 		if (vm->log_level < LOG_DEBUG)
 			vm->log_level++;
@@ -393,6 +421,7 @@ static void defaults(struct cli *c)
 {
 	memset(c, 0, sizeof(*c));
 	config_init(&c->vm);
+	jail_config_init(&c->jail);
 	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;
 	c->run.max_get_bytes = RUN_DEFAULT_MAX_GET_BYTES;
 	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;

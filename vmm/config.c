@@ -23,6 +23,7 @@ void config_init(struct vm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mem_mib = CONFIG_DEFAULT_MEM_MIB;
+	cfg->disk_quota = CONFIG_DEFAULT_DISK_QUOTA;
 	cfg->cpus = 1;
 	cfg->log_level = LOG_WARN;
 	snprintf(cfg->kvm_device, sizeof(cfg->kvm_device), "/dev/kvm");

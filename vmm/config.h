@@ -18,6 +18,7 @@
 #define CONFIG_MAX_DISKS        8     /* virtio-blk devices vda..vdh, the rootfs included */
 #define CONFIG_PATH_MAX         4096
 #define CONFIG_VSOCK_PATH_MAX   107   /* a Unix socket path: sun_path less its NUL */
+#define CONFIG_DEFAULT_DISK_QUOTA (512ULL << 20)   /* the rootfs overlay, in host RAM */
 
 /* A raw disk (--disk): writes reach the file unless read-only. */
 struct disk_config {
@@ -48,6 +49,7 @@ struct vm_config {
 	char kvm_device[CONFIG_PATH_MAX];
 	bool vsock;                   /* a virtio-vsock device, and the guest starts its agent */
 	char vsock_path[CONFIG_VSOCK_PATH_MAX + 1];   /* its Unix socket; "": in-process only */
+	uint64_t disk_quota;          /* --disk-quota: bytes the rootfs overlay may hold */
 };
 
 /* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id. */

@@ -7,6 +7,7 @@
 #include "vm.h"
 #include "restore.h"
 #include "seccomp/seccomp.h"
+#include "jail/jail.h"
 #include "agent/run.h"
 #include "agent/audit_cmd.h"
 #include "agent/mcp_cmd.h"
@@ -46,6 +47,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	struct vm_config cfg;
 	struct snapshot snap;
 	struct vm_agent *va;
+	struct jail jail;
 	const char *why = "";
 	int rc = restore_prepare(&snap, c->snapshot, &c->vm, &given, &cfg, &why);
 
@@ -61,8 +63,12 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	}
 	va->cancel_fd = -1;
 	va->keep_running = true;
-	rc = vm_agent_run(va, &cfg, &snap, start_ns);
-	vm_agent_destroy(va);
+	va->jail = &jail;
+	/* The supervisor built nothing: only the VM process destroys a VM. */
+	if (jail_start(&jail, &c->jail, &cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
+		rc = vm_agent_run(va, &cfg, &snap, start_ns);
+		vm_agent_destroy(va);
+	}
 	free(va);
 	snapshot_free(&snap);
 	return rc;
@@ -70,6 +76,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 
 static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
+	struct jail jail;
 	struct vm vm;
 	char err[256];
 	int code;
@@ -86,7 +93,11 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		log_say("%s", err);
 		return EXIT_BAD_IMAGE;
 	}
+	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
+		return code;
 	code = vm_build(&vm, &c->vm, NULL, start_ns);
+	if (code == 0)
+		code = jail_enter(&jail, &c->vm);
 	if (code == 0)
 		code = vm_run(&vm);
 	vm_destroy(&vm);

@@ -56,6 +56,7 @@ int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_conf
 	out->console_out = given->console_out;
 	memcpy(out->kvm_device, given->kvm_device, sizeof(out->kvm_device));
 	memcpy(out->vsock_path, given->vsock_path, sizeof(out->vsock_path));
+	out->disk_quota = given->disk_quota;
 	if (given->vsock_path[0] && !out->vsock) {
 		snapshot_free(snap);
 		return snap_why(why, -EINVAL, "--vsock: the snapshot's VM has no vsock device");

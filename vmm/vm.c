@@ -202,6 +202,8 @@ static int vm_open_disk(struct vm *vm, const char *path, bool cow, bool read_onl
 			  say_errno ? ": " : "", say_errno ? strerror(-rc) : "");
 		return EXIT_BAD_IMAGE;
 	}
+	if (cow)
+		disk_cow_set_quota(&disk, vm->cfg->disk_quota);
 	rc = virtio_blk_init(blk, &disk, &vm->mem, name);
 	if (rc) {
 		disk_close(&disk);

@@ -253,6 +253,39 @@ Test(cli, run_mistakes)
 	}
 }
 
+Test(cli, jail_and_quota_flags)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_RUN, err, "true"), CLI_OK, "%s", err);
+	cr_assert_not(c.jail.disabled, "the jail is on by default");
+	cr_assert_eq(c.jail.uid, JAIL_DEFAULT_UID);
+	cr_assert_eq(c.jail.gid, JAIL_DEFAULT_GID);
+	cr_assert_eq(c.jail.cpu_pct, JAIL_DEFAULT_CPU_PCT);
+	cr_assert_eq(c.vm.disk_quota, CONFIG_DEFAULT_DISK_QUOTA);
+	cr_assert_eq(PARSE(CLI_RUN, err, "--no-jail", "--uid", "1000", "--gid=1001", "--cpu-quota",
+			   "250", "--disk-quota", "64M", "true"), CLI_OK, "%s", err);
+	cr_assert(c.jail.disabled);
+	cr_assert_eq(c.jail.uid, 1000);
+	cr_assert_eq(c.jail.gid, 1001);
+	cr_assert_eq(c.jail.cpu_pct, 250);
+	cr_assert_eq(c.vm.disk_quota, 64ULL << 20);
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k", "--uid", "4321", "--disk-quota=1G"), CLI_OK,
+		     "%s", err);
+	cr_assert_eq(c.jail.uid, 4321);
+	cr_assert_eq(PARSE(CLI_SNAPSHOT, err, "--disk-quota", "8M", "--out", "d"), CLI_OK, "%s", err);
+	cr_assert_eq(c.vm.disk_quota, 8ULL << 20);
+	EXPECT_ERROR(CLI_RUN, "bad --uid '0'", "--uid", "0", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --gid '0'", "--gid", "0", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --uid '4294967295'", "--uid", "4294967295", "true");
+	EXPECT_ERROR(CLI_BOOT, "bad --cpu-quota '0'", "--cpu-quota", "0");
+	EXPECT_ERROR(CLI_BOOT, "bad --cpu-quota '1001'", "--cpu-quota", "1001");
+	EXPECT_ERROR(CLI_RUN, "bad --disk-quota '1'", "--disk-quota", "1", "true");
+	EXPECT_ERROR(CLI_RUN, "bad --disk-quota 'lots'", "--disk-quota", "lots", "true");
+	EXPECT_ERROR(CLI_SNAPSHOT, "unknown option '--no-jail'", "--no-jail", "--out", "d");
+	EXPECT_ERROR(CLI_EXEC, "unknown option '--uid'", "--uid", "5", "--vsock", "s", "true");
+}
+
 Test(cli, each_command_takes_only_its_flags)
 {
 	char err[256];

@@ -603,6 +603,30 @@ Test(disk, cow_matches_a_model_under_random_io)
 	disk_close(&d);
 }
 
+Test(disk, cow_quota_refuses_new_blocks_only)
+{
+	const char *why = "";
+	uint8_t buf[4096];
+	struct disk d, raw;
+
+	memset(buf, 0xab, sizeof(buf));
+	cr_assert_eq(disk_open_cow(&d, make_image(0, 64 * 1024), &why), 0, "%s", why);
+	cr_assert_eq(disk_cow_set_quota(&d, 4096), 0);
+	cr_assert_eq(write_one(&d, buf, 100, 4096 + 10), 0, "the first block is within the quota");
+	cr_assert_eq(write_one(&d, buf, 100, 0), -ENOSPC);
+	cr_assert_eq(write_one(&d, buf, 4096, 4096), 0, "its own block again");
+	/* A write spanning the held block and a new one: the held part lands. */
+	cr_assert_eq(write_one(&d, buf, 8192, 4096), -ENOSPC);
+	cr_assert_eq(disk_cow_used(&d), 4096);
+	cr_assert_eq(disk_cow_set_quota(&d, 0), 0);
+	cr_assert_eq(write_one(&d, buf, 1, 4096), 0, "a lower quota never takes a block back");
+	disk_close(&d);
+	cr_assert_eq(disk_open_raw(&raw, make_image(1, 4096), false, &why), 0, "%s", why);
+	cr_assert_eq(disk_cow_set_quota(&raw, 4096), -EINVAL);
+	cr_assert_eq(disk_cow_used(&raw), 0);
+	disk_close(&raw);
+}
+
 Test(disk, cow_short_last_block)
 {
 	const uint64_t size = 3 * 4096 + 512;

@@ -254,6 +254,31 @@ Test(virtio_blk, copy_on_write_keeps_base, .init = setup_cow)
 	cr_assert(vd_file_pristine(&d), "copy-on-write changed the base file");
 }
 
+/* --disk-quota: the overlay takes two 4 KiB blocks, then every write that
+ * needs a new one is the guest's I/O error; the device and the blocks it
+ * holds go on working, and the base is never touched. */
+Test(virtio_blk, copy_on_write_past_disk_quota_is_ioerr_and_goes_on, .init = setup_cow)
+{
+	uint64_t src = filled(4096, 0x5a), dst = scratch(4096);
+
+	cr_assert_eq(disk_cow_set_quota(&d.blk.disk, 2 * 4096 + 100), 0);
+	vd_init(&d, FEAT_BASIC);
+	expect_ok(vd_blk1(&d, BLK_T_OUT, 0, src, 4096), 1);
+	expect_ok(vd_blk1(&d, BLK_T_OUT, 8, src, 512), 1);
+	cr_assert_eq(disk_cow_used(&d.blk.disk), 2 * 4096);
+	for (int i = 0; i < 3; i++)
+		expect_status(vd_blk1(&d, BLK_T_OUT, 16 + 8 * (uint64_t)i, src, 512), BLK_S_IOERR);
+	cr_assert_eq(disk_cow_used(&d.blk.disk), 2 * 4096, "a refused write took a block");
+	/* A block it holds takes any number of rewrites. */
+	expect_ok(vd_blk1(&d, BLK_T_OUT, 9, src, 1024), 1);
+	expect_ok(vd_blk1(&d, BLK_T_IN, 16, dst, 4096), 4097);
+	expect_image_bytes(dst, 16 * 512, 4096);
+	expect_ok(vd_blk1(&d, BLK_T_IN, 0, dst, 4096), 4097);
+	cr_assert_arr_eq(d.ram + dst, d.ram + src, 4096);
+	cr_assert(vd_file_pristine(&d));
+	cr_assert_eq(vd_status(&d), S_ALL_OK);
+}
+
 /* ---- interrupts ---- */
 
 Test(virtio_blk, event_idx_used_event_decides)

@@ -10,6 +10,7 @@
 #include "agent/transfer.h"
 #include "clock.h"
 #include "guest_files.h"
+#include "jail/jail.h"
 #include "log.h"
 #include "restore.h"
 #include "seccomp/seccomp.h"
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define RUN_AGENT_GRACE_S  10   /* past --timeout, for the agent's own EXIT to arrive */
@@ -45,6 +47,16 @@ struct run_ctx {
 	struct vm_config restored;    /* its config, with this run's own fields */
 	struct gate gate;             /* --approve, --audit */
 	struct audit_log audit;
+	struct jail jail;
+	/* Opened before the VM (a jailed VMM cannot open the user's files):
+	 * each --put's fd (or -errno), each --get's target with its open's
+	 * error; get_ok (shared with the supervisor) marks the --get copies
+	 * that came in whole, which whoever is outside the jail commits. */
+	int put_fds[RUN_MAX_FILES];
+	struct transfer_target gets[RUN_MAX_FILES];
+	int get_rc[RUN_MAX_FILES];
+	char get_why[RUN_MAX_FILES][160];
+	uint8_t *get_ok;
 };
 
 static double ms_since(uint64_t from, uint64_t to)
@@ -83,10 +95,12 @@ static void gate_failed(struct exec_result *res, int rc, const char *why)
 	res->exit_code = rc == -EPERM ? RUN_EXIT_REFUSED : RUN_EXIT_MAYFLY;
 }
 
-/* One --put or --get through the gate: approved (a put), copied, recorded. */
-static bool copy_file(struct agent_client *c, const struct run_opts *o, struct gate *g,
-		      const struct run_file *f, bool put, struct exec_result *res)
+/* One --put or --get (number i) through the gate: approved (a put),
+ * copied from the fd or into the target opened before the VM, recorded. */
+static bool copy_file(struct run_ctx *ctx, struct agent_client *c, const struct run_opts *o,
+		      struct gate *g, int i, bool put, struct exec_result *res)
 {
+	const struct run_file *f = put ? &o->puts[i] : &o->gets[i];
 	json_t *call = gate_file_call(put ? "write_file" : "read_file", f->guest, f->local);
 	struct transfer_stats st = { 0 };
 	uint64_t deadline, t0;
@@ -104,9 +118,18 @@ static bool copy_file(struct agent_client *c, const struct run_opts *o, struct g
 		return false;
 	}
 	deadline = clock_now_ns() + o->call_timeout_s * NS;
-	rc = put ? transfer_put(c, f->local, f->guest, deadline, &st, err, sizeof(err)) :
-		   transfer_get(c, f->guest, f->local, o->max_get_bytes, deadline, &st, err,
-				sizeof(err));
+	if (put) {
+		rc = transfer_put_fd(c, ctx->put_fds[i], f->local, f->guest, deadline, &st, err,
+				     sizeof(err));
+	} else if (ctx->get_rc[i]) {
+		rc = ctx->get_rc[i];
+		snprintf(err, sizeof(err), "%s", ctx->get_why[i]);
+	} else {
+		rc = transfer_get_into(c, f->guest, &ctx->gets[i], o->max_get_bytes, deadline, &st,
+				       err, sizeof(err));
+		if (!rc)
+			ctx->get_ok[i] = 1;
+	}
 	if (rc) {
 		snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s", put ? "--put" : "--get",
 			 put ? f->local : f->guest, err);
@@ -121,14 +144,13 @@ static bool copy_file(struct agent_client *c, const struct run_opts *o, struct g
 }
 
 /* Each --put (before) or --get (after), each with its own deadline. */
-static bool copy_files(struct agent_client *c, const struct run_opts *o, struct gate *g, bool put,
-		       struct exec_result *res)
+static bool copy_files(struct run_ctx *ctx, struct agent_client *c, const struct run_opts *o,
+		       struct gate *g, bool put, struct exec_result *res)
 {
-	const struct run_file *files = put ? o->puts : o->gets;
 	int n = put ? o->nput : o->nget;
 
 	for (int i = 0; i < n; i++)
-		if (!copy_file(c, o, g, &files[i], put, res))
+		if (!copy_file(ctx, c, o, g, i, put, res))
 			return false;
 	return true;
 }
@@ -202,14 +224,14 @@ static void run_job(struct vm_agent *va, void *opaque)
 
 	(void)va;
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (!copy_files(&ctx->va.client, o, &ctx->gate, true, &ctx->res))
+	if (!copy_files(ctx, &ctx->va.client, o, &ctx->gate, true, &ctx->res))
 		return;
 	spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
 	run_command(ctx, &spec);
 	if (ctx->res.ended_ns && o->nget) {
 		struct exec_result got = ctx->res;
 
-		if (!copy_files(&ctx->va.client, o, &ctx->gate, false, &got) &&
+		if (!copy_files(ctx, &ctx->va.client, o, &ctx->gate, false, &got) &&
 		    (ctx->res.exit_code == 0 || got.exit_code == RUN_EXIT_MAYFLY)) {
 			ctx->res.exit_code = got.exit_code;
 			memcpy(ctx->res.error, got.error, sizeof(got.error));
@@ -284,27 +306,72 @@ int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
 	return 0;
 }
 
-static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
+/* The --put files and --get targets, opened while we still may. */
+static int open_files(struct run_ctx *ctx, const struct run_opts *o)
 {
-	const struct vm_config *cfg;
+	ctx->get_ok = mmap(NULL, RUN_MAX_FILES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			   -1, 0);
+	if (ctx->get_ok == MAP_FAILED) {
+		ctx->get_ok = NULL;
+		log_say("cannot map memory: %s", strerror(errno));
+		return RUN_EXIT_MAYFLY;
+	}
+	for (int i = 0; i < RUN_MAX_FILES; i++) {
+		ctx->put_fds[i] = -EBADF;
+		ctx->gets[i].fd = -1;
+	}
+	for (int i = 0; i < o->nput; i++) {
+		int fd = open(o->puts[i].local, O_RDONLY | O_CLOEXEC);
+
+		ctx->put_fds[i] = fd < 0 ? -errno : fd;
+	}
+	for (int i = 0; i < o->nget; i++)
+		ctx->get_rc[i] = transfer_target_open(o->gets[i].local, &ctx->gets[i], ctx->get_why[i],
+						      sizeof(ctx->get_why[i]));
+	return 0;
+}
+
+/* Outside the jail: each --get that came in whole replaces its LOCAL,
+ * the others' temporary files go; inside, only our copies are closed. */
+static void close_files(struct run_ctx *ctx, const struct run_opts *o, int *code)
+{
+	char why[256];
+
+	if (!ctx->get_ok)
+		return;   /* open_files did not run */
+	for (int i = 0; i < o->nput; i++)
+		if (ctx->put_fds[i] >= 0)
+			close(ctx->put_fds[i]);
+	for (int i = 0; i < o->nget; i++) {
+		if (ctx->get_rc[i] || ctx->gets[i].fd < 0)
+			continue;
+		if (ctx->jail.inside) {
+			close(ctx->gets[i].fd);
+			continue;
+		}
+		if (transfer_target_close(&ctx->gets[i], ctx->get_ok[i] ? 0 : -ECANCELED, why,
+					  sizeof(why)) && ctx->get_ok[i]) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "--get %.100s: %.180s", o->gets[i].guest, why);
+			report_failure(o, msg);
+			if (*code == 0)
+				*code = RUN_EXIT_AGENT;
+		}
+	}
+	munmap(ctx->get_ok, RUN_MAX_FILES);
+	ctx->get_ok = NULL;
+}
+
+/* The VM process's part (jailed, or this process with --no-jail). */
+static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns)
+{
 	int code;
 
-	ctx->o = &c->run;
-	log_init(c->vm.id, c->vm.log_level);
-	if (seccomp_setup(c->no_seccomp))
-		return RUN_EXIT_MAYFLY;
-	events_prepare();
-	code = gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "cli");
-	if (code)
-		return RUN_EXIT_MAYFLY;
-	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
-	if (code) {
-		gate_close(&ctx->gate);
-		return code;
-	}
+	ctx->va.jail = &ctx->jail;
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
-	ctx->va.unconfined = c->run.approve_cmd != NULL;
+	ctx->va.unconfined = ctx->o->approve_cmd != NULL;
 	/* Documented (README, docs/security.md); a warning on every run would
 	 * be noise in the one line a refusal gets. */
 	if (ctx->va.unconfined && seccomp_enabled())
@@ -313,10 +380,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 	vm_agent_destroy(&ctx->va);
-	gate_close(&ctx->gate);
 	term_close(&ctx->term);
-	if (ctx->restoring)
-		snapshot_free(&ctx->snap);
 
 	if (!ctx->va.built)
 		return RUN_EXIT_MAYFLY;   /* vm_build logged why, in one line */
@@ -333,6 +397,39 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 		code = code >= 128 ? code : code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 	}
 	timing_line(ctx, clock_now_ns());
+	return code;
+}
+
+static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
+{
+	const struct vm_config *cfg;
+	int code;
+
+	ctx->o = &c->run;
+	log_init(c->vm.id, c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
+	events_prepare();
+	code = gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "cli");
+	if (code)
+		return RUN_EXIT_MAYFLY;
+	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
+	if (!code)
+		code = open_files(ctx, &c->run);
+	/* The approver runs `sh -c CMD` on the host for each call, from the
+	 * VM's agent thread: a jailed VM process has no host to run it on. */
+	if (!code && c->run.approve_cmd && !c->jail.disabled)
+		log_warn("jail: not applied with --approve, whose approver runs in the VMM's "
+			 "process (docs/security.md)");
+	if (!code && c->run.approve_cmd)
+		code = run_vm(ctx, cfg, start_ns);
+	else if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
+		code = run_vm(ctx, cfg, start_ns);
+	gate_close(&ctx->gate);
+	close_files(ctx, &c->run, &code);
+	if (ctx->restoring)
+		snapshot_free(&ctx->snap);
+	ctx->restoring = false;
 	return code;
 }
 

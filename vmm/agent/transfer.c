@@ -115,24 +115,30 @@ static int send_file(struct agent_client *c, struct source *src, const char *gue
 int transfer_put(struct agent_client *c, const char *local, const char *guest,
 		 uint64_t deadline_ns, struct transfer_stats *st, char *why, size_t whylen)
 {
-	struct source src = { .name = local };
+	int fd = open(local, O_RDONLY | O_CLOEXEC), rc;
+
+	rc = transfer_put_fd(c, fd < 0 ? -errno : fd, local, guest, deadline_ns, st, why, whylen);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int transfer_put_fd(struct agent_client *c, int fd, const char *local, const char *guest,
+		    uint64_t deadline_ns, struct transfer_stats *st, char *why, size_t whylen)
+{
+	struct source src = { .fd = fd, .name = local };
 	struct stat sb;
 	int rc;
 
 	why[0] = '\0';
-	src.fd = open(local, O_RDONLY | O_CLOEXEC);
-	if (src.fd < 0 || fstat(src.fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		rc = src.fd < 0 ? -errno : -EINVAL;
+	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		rc = fd < 0 ? fd : -EINVAL;
 		snprintf(why, whylen, "cannot read '%s': %s", local,
 			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
-		if (src.fd >= 0)
-			close(src.fd);
 		return rc;
 	}
-	rc = send_file(c, &src, guest, sb.st_mode & 07777, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC,
-		       deadline_ns, st, why, whylen);
-	close(src.fd);
-	return rc;
+	return send_file(c, &src, guest, sb.st_mode & 07777, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC,
+			 deadline_ns, st, why, whylen);
 }
 
 int transfer_put_mem(struct agent_client *c, const void *data, size_t len, const char *guest,
@@ -147,15 +153,6 @@ int transfer_put_mem(struct agent_client *c, const void *data, size_t len, const
 			 deadline_ns, st, why, whylen);
 }
 
-/* Where a --get writes: a temporary file beside the real target, or the
- * target itself when it is not a regular file. */
-struct target {
-	int fd;
-	bool direct;
-	char tmp[PATH_MAX + 32];
-	char final[PATH_MAX];
-};
-
 /* New files get 0666 less the umask, as open(2) would give them. */
 static mode_t new_file_mode(void)
 {
@@ -165,7 +162,7 @@ static mode_t new_file_mode(void)
 	return 0666 & ~mask;
 }
 
-static int open_target(const char *local, struct target *t, char *why, size_t whylen)
+int transfer_target_open(const char *local, struct transfer_target *t, char *why, size_t whylen)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
 	struct stat st;
@@ -173,6 +170,7 @@ static int open_target(const char *local, struct target *t, char *why, size_t wh
 	int rc;
 
 	t->fd = -1;
+	t->name = local;
 	if (stat(local, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) {
 			snprintf(why, whylen, "cannot write '%s': it is a directory", local);
@@ -221,7 +219,7 @@ static int open_target(const char *local, struct target *t, char *why, size_t wh
 }
 
 /* Write all of data by the deadline (a direct target may be a pipe). */
-static int write_target(struct target *t, const uint8_t *data, size_t n, uint64_t deadline_ns)
+static int write_target(struct transfer_target *t, const uint8_t *data, size_t n, uint64_t deadline_ns)
 {
 	while (n) {
 		ssize_t w = write(t->fd, data, n);
@@ -246,8 +244,7 @@ static int write_target(struct target *t, const uint8_t *data, size_t n, uint64_
 	return 0;
 }
 
-/* Commit (rename over the target) or throw away what was written. */
-static int close_target(struct target *t, int rc, char *why, size_t whylen)
+int transfer_target_close(struct transfer_target *t, int rc, char *why, size_t whylen)
 {
 	if (close(t->fd) < 0 && !rc) {
 		rc = -errno;
@@ -335,7 +332,7 @@ static int recv_file(struct agent_client *c, const char *guest, uint64_t max_byt
 }
 
 struct file_sink {
-	struct target *t;
+	struct transfer_target *t;
 	const char *local;
 };
 
@@ -355,17 +352,26 @@ int transfer_get(struct agent_client *c, const char *guest, const char *local,
 		 uint64_t max_bytes, uint64_t deadline_ns, struct transfer_stats *st, char *why,
 		 size_t whylen)
 {
-	struct target t = { .fd = -1 };
-	struct file_sink fs = { &t, local };
+	struct transfer_target t = { .fd = -1 };
 	int rc;
 
 	why[0] = '\0';
-	rc = open_target(local, &t, why, whylen);
+	rc = transfer_target_open(local, &t, why, whylen);
 	if (rc)
 		return rc;
-	rc = recv_file(c, guest, max_bytes, "--max-get-bytes", to_file, &fs, deadline_ns, st, why,
-		       whylen);
-	return close_target(&t, rc, why, whylen);
+	rc = transfer_get_into(c, guest, &t, max_bytes, deadline_ns, st, why, whylen);
+	return transfer_target_close(&t, rc, why, whylen);
+}
+
+int transfer_get_into(struct agent_client *c, const char *guest, struct transfer_target *t,
+		      uint64_t max_bytes, uint64_t deadline_ns, struct transfer_stats *st,
+		      char *why, size_t whylen)
+{
+	struct file_sink fs = { t, t->name };
+
+	why[0] = '\0';
+	return recv_file(c, guest, max_bytes, "--max-get-bytes", to_file, &fs, deadline_ns, st, why,
+			 whylen);
 }
 
 struct mem_sink {

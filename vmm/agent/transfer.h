@@ -2,6 +2,7 @@
 #ifndef MAYFLY_AGENT_TRANSFER_H
 #define MAYFLY_AGENT_TRANSFER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,12 @@
  * message when it refused). */
 int transfer_put(struct agent_client *c, const char *local, const char *guest,
 		 uint64_t deadline_ns, struct transfer_stats *st, char *why, size_t whylen);
+
+/* transfer_put with a file opened beforehand (a jailed VMM can no longer
+ * open the user's files): fd, or the -errno its open failed with; `local`
+ * names it in messages. fd stays open. */
+int transfer_put_fd(struct agent_client *c, int fd, const char *local, const char *guest,
+		    uint64_t deadline_ns, struct transfer_stats *st, char *why, size_t whylen);
 
 /* Write data[0..len) to the guest's file `guest`: created with `mode`
  * (exactly, no umask) if missing, else emptied first, or appended to.
@@ -32,6 +39,29 @@ int transfer_put_mem(struct agent_client *c, const void *data, size_t len, const
 int transfer_get(struct agent_client *c, const char *guest, const char *local,
 		 uint64_t max_bytes, uint64_t deadline_ns, struct transfer_stats *st, char *why,
 		 size_t whylen);
+
+/* Where a --get writes: a temporary file beside the real target, or the
+ * target itself when it is not a regular file (direct). */
+struct transfer_target {
+	int fd;
+	bool direct;
+	const char *name;          /* `local` as given, for messages */
+	char tmp[PATH_MAX + 32];
+	char final[PATH_MAX];
+};
+
+/* transfer_get in three steps, so that a jailed VMM writes a file that its
+ * supervisor opened and commits: open the target for `local` (a temporary
+ * file beside it, or a pipe or device as it is); copy the guest file into
+ * it (transfer_get_into: nothing committed, 0 or -errno with why); close
+ * it, renaming the temporary file over `local` when rc is 0, removing it
+ * otherwise (transfer_target_close returns rc, or the rename's -errno).
+ * Each 0 or -errno with why. */
+int transfer_target_open(const char *local, struct transfer_target *t, char *why, size_t whylen);
+int transfer_get_into(struct agent_client *c, const char *guest, struct transfer_target *t,
+		      uint64_t max_bytes, uint64_t deadline_ns, struct transfer_stats *st,
+		      char *why, size_t whylen);
+int transfer_target_close(struct transfer_target *t, int rc, char *why, size_t whylen);
 
 /* Read the guest's file into *data (malloc'd, len bytes and a NUL after
  * them; the caller frees it), at most max_bytes (-EFBIG beyond: the

@@ -131,6 +131,8 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	va->client.fd = -1;
 	code = vm_build(&va->vm, cfg, snap, start_ns);
 	va->built_ns = clock_now_ns();
+	if (!code && va->jail)
+		code = jail_enter(va->jail, cfg);
 	if (code)
 		return code;
 	va->built = true;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "agent/client.h"
+#include "jail/jail.h"
 #include "vm.h"
 
 #define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
@@ -31,6 +32,7 @@ struct vm_agent {
 	bool unconfined;              /* the job spawns processes (--approve): no filter */
 	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
 	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
+	struct jail *jail;            /* entered between vm_build and the first thread; or NULL */
 };
 
 /* Build the VM (cold, or from snap when not NULL), run it on this thread

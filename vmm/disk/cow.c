@@ -21,6 +21,8 @@ struct cow {
 	size_t overlay_len;
 	size_t dirty_len;
 	uint64_t nr_blocks;
+	uint64_t used_blocks;   /* dirty bits set */
+	uint64_t quota_blocks;  /* at most this many: host RAM the guest may take */
 };
 
 static bool cow_is_dirty(const struct cow *c, uint64_t blk)
@@ -116,10 +118,18 @@ static int cow_writev(struct disk *disk, const struct iovec *iov, int iovcnt, ui
 			uint64_t blk = pos / COW_BLOCK, in = pos % COW_BLOCK;
 			size_t n = left < COW_BLOCK - in ? left : COW_BLOCK - in;
 
-			if (!cow_is_dirty(c, blk) && (in != 0 || n != cow_block_len(disk, blk))) {
-				ret = cow_fill(disk, c, blk);
-				if (ret)
-					return ret;
+			if (!cow_is_dirty(c, blk)) {
+				/* Past the quota a write is the guest's I/O error;
+				 * the blocks before it in this request stay written,
+				 * as on a disk that failed mid-request. */
+				if (c->used_blocks >= c->quota_blocks)
+					return -ENOSPC;
+				if (in != 0 || n != cow_block_len(disk, blk)) {
+					ret = cow_fill(disk, c, blk);
+					if (ret)
+						return ret;
+				}
+				c->used_blocks++;
 			}
 			memcpy(c->overlay + pos, p, n);
 			cow_set_dirty(c, blk);
@@ -217,6 +227,7 @@ static int cow_open(struct disk *disk, const char *path, int overlay_fd, const c
 		goto err_close_file;
 	}
 	c->nr_blocks = (disk->size + COW_BLOCK - 1) / COW_BLOCK;
+	c->quota_blocks = c->nr_blocks;
 	c->overlay_len = disk->size;
 	c->dirty_len = (c->nr_blocks + 63) / 64 * sizeof(uint64_t);
 	ret = cow_map_overlay(disk, c, overlay_fd, why);
@@ -248,6 +259,23 @@ err_close_file:
 int disk_open_cow(struct disk *disk, const char *path, const char **why)
 {
 	return cow_open(disk, path, -1, why);
+}
+
+int disk_cow_set_quota(struct disk *disk, uint64_t bytes)
+{
+	struct cow *c = disk->priv;
+
+	if (!disk_is_cow(disk))
+		return -EINVAL;
+	c->quota_blocks = bytes / COW_BLOCK;
+	return 0;
+}
+
+uint64_t disk_cow_used(const struct disk *disk)
+{
+	const struct cow *c = disk->priv;
+
+	return disk_is_cow(disk) ? c->used_blocks * COW_BLOCK : 0;
 }
 
 /* ---- snapshot ---- */
@@ -350,8 +378,11 @@ static int cow_load_dirty(struct disk *disk, const void *data, size_t len, const
 		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: %zu bytes, a disk of %llu "
 				"bytes needs %zu", len - COW_SNAP_HEADER,
 				(unsigned long long)disk->size, c->dirty_len);
-	for (size_t i = 0; i < words; i++)
+	c->used_blocks = 0;
+	for (size_t i = 0; i < words; i++) {
 		c->dirty[i] = snap_in_u64(&in);
+		c->used_blocks += (uint64_t)__builtin_popcountll(c->dirty[i]);
+	}
 	if (tail_bits && (c->dirty[words - 1] >> tail_bits))
 		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: bits past the last block");
 	return 0;

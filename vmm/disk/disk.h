@@ -45,6 +45,17 @@ int disk_open_raw(struct disk *disk, const char *path, bool read_only, const cha
  * it. Same errors as disk_open_raw. */
 int disk_open_cow(struct disk *disk, const char *path, const char **why);
 
+/* --disk-quota: a copy-on-write disk's overlay (host RAM) holds at most
+ * `bytes` (rounded down to its 4 KiB blocks; a snapshot's blocks count):
+ * a write that needs a block past it fails with -ENOSPC, which the guest
+ * sees as VIRTIO_BLK_S_IOERR, and the VM goes on. Rewriting a block it
+ * holds always works. The default is the disk's size. 0, or -EINVAL for
+ * another kind of disk. */
+int disk_cow_set_quota(struct disk *disk, uint64_t bytes);
+
+/* Bytes the overlay holds (its blocks), 0 for another kind of disk. */
+uint64_t disk_cow_used(const struct disk *disk);
+
 /* Release the backend and close the file. Safe on a zeroed struct disk. */
 void disk_close(struct disk *disk);
 
