@@ -1,5 +1,6 @@
 /* cli.c - the one command-line front end: one option table and getopt_long for boot, run, exec and cp. */
 #include "cli.h"
+#include "approve.h"
 #include "log.h"
 #include "num.h"
 
@@ -9,14 +10,14 @@
 #include <string.h>
 
 enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP,
-       C_SNAP = 1 << CLI_SNAPSHOT };
+       C_SNAP = 1 << CLI_SNAPSHOT, C_MCP = 1 << CLI_MCP, C_AUDIT = 1 << CLI_AUDIT };
 
 enum opt_id {
 	O_HELP = 'h', O_VERBOSE = 'v',
 	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_CMDLINE_APPEND, O_INIT_CMD, O_ROOTFS, O_DISK,
 	O_MEM, O_CPUS, O_CONSOLE, O_ID, O_KVM_DEVICE, O_VSOCK, O_TIMEOUT, O_ENV, O_CWD,
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
-	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT,
+	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 };
 
 struct cli_option {
@@ -30,15 +31,15 @@ struct cli_option {
 /* The one table. An option that means something else for another command
  * (--vsock) has one row per meaning. */
 static const struct cli_option options[] = {
-	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
+	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN | C_MCP, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
 	  "instead of booting; --mem, --cpus, --kernel, --rootfs\n"
 	  "given must match it" },
-	{ "cold", O_COLD, C_RUN, NULL, "boot the kernel instead of restoring the default\n"
+	{ "cold", O_COLD, C_RUN | C_MCP, NULL, "boot the kernel instead of restoring the default\n"
 	  "snapshot (made once per kernel, rootfs, mem and cpus)" },
 	{ "out", O_OUT, C_SNAP, "DIR", "where to write the snapshot (required)" },
 	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
 	  "(repeatable, in order; each must exit 0)" },
-	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
 	  "(default: the guest kernel tools/build-guest built)" },
 	{ "initrd", O_INITRD, C_BOOT, "FILE",
 	  "initial ramdisk (default with the default kernel: its initramfs)" },
@@ -50,17 +51,17 @@ static const struct cli_option options[] = {
 	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
 	  "IMG is never written; the guest's writes vanish with the VM;\n"
 	  "agent or minimal name tools/build-guest's images" },
-	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP, "IMG", "root image: agent (Debian 12 with python3, git,\n"
+	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP, "IMG", "root image: agent (Debian 12 with python3, git,\n"
 	  "node, gcc...), minimal (busybox) or a path (default:\n"
 	  "agent once tools/build-guest --agent built it, else minimal)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
 	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
-	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
-	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP, "N", "vCPUs (default 1, at most 254)" },
+	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP, "N", "vCPUs (default 1, at most 254)" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
 	  "(Ctrl-A x quits)" },
-	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP, "ID", "VM id shown in log lines (default: a random one)" },
-	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP, "PATH", "KVM device (default /dev/kvm)" },
+	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP | C_MCP, "ID", "VM id shown in log lines (default: a random one)" },
+	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP | C_MCP, "PATH", "KVM device (default /dev/kvm)" },
 	{ "vsock", O_VSOCK, C_BOOT, "PATH", "add a virtio-vsock device (guest CID 3): host programs\n"
 	  "connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
 	  "guest connections to port P reach the socket PATH_P;\n"
@@ -78,17 +79,28 @@ static const struct cli_option options[] = {
 	  "terminal in raw mode, its size followed); one merged stream" },
 	{ "json", O_JSON, C_RUN | C_EXEC, NULL, "one JSON event per line on stdout (started, stdout,\n"
 	  "stderr, exit, timings, error) instead of the raw streams" },
-	{ "call-timeout", O_CALL_TIMEOUT, C_RUN | C_EXEC | C_CP, "SEC",
+	{ "call-timeout", O_CALL_TIMEOUT, C_RUN | C_EXEC | C_CP | C_MCP, "SEC",
 	  "give up on the agent after SEC seconds for each call\n"
 	  "other than CMD itself: a file copy, the handshake (default 120)" },
-	{ "max-get-bytes", O_MAX_GET, C_RUN | C_CP, "BYTES",
+	{ "max-get-bytes", O_MAX_GET, C_RUN | C_CP | C_MCP, "BYTES",
 	  "refuse a file out of the VM larger than BYTES\n(K/M/G suffixes; default 1G)" },
-	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC, "BYTES",
+	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC | C_MCP, "BYTES",
 	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
 	  "is killed; the exit event says truncated (default 256M)" },
-	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL,
+	{ "audit", O_AUDIT, C_RUN | C_MCP, "FILE", "append one hash-chained JSON line per tool call (exec,\n"
+	  "file write, file read) to FILE (mayfly audit verify FILE)" },
+	{ "approve", O_APPROVE, C_RUN | C_MCP, "CMD", "before each exec or file write, run CMD (sh -c) with\n"
+	  "the call as JSON on stdin: exit 0 allows it, anything\n"
+	  "else refuses it (run exits 123)" },
+	{ "approve-timeout", O_APPROVE_TIMEOUT, C_RUN | C_MCP, "SEC",
+	  "an approver that has not exited after SEC seconds\n"
+	  "is killed and the call refused (default 30)" },
+	{ "head", O_HEAD, C_AUDIT, "HASH", "the chain must contain the line whose sha256 is HASH\n"
+	  "(a head printed before): lines cut off the end show" },
+	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
-	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP, NULL, "this text" },
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT, NULL,
+	  "this text" },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -108,6 +120,13 @@ static const char *const intros[CLI_NR_CMDS] = {
 		"Boot a VM from the copy-on-write rootfs, wait for its agent, run each --setup\n"
 		"command, then save the agent-ready VM to DIR: `memory` (sparse), `state`,\n"
 		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n"),
+	[CLI_MCP] = ("usage: mayfly mcp [options]\n\n"
+		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
+		"line, MCP 2025-06-18): one VM (restored from the default snapshot) for the\n"
+		"session, tools run_command, read_file, write_file and list_files in it.\n"),
+	[CLI_AUDIT] = ("usage: mayfly audit verify [--head HASH] FILE\n\n"
+		"Check an audit log written by --audit: every line whole and in its place in\n"
+		"the hash chain. Prints the number of records and the chain's head.\n"),
 };
 
 static const char *const trailers[CLI_NR_CMDS] = {
@@ -116,12 +135,17 @@ static const char *const trailers[CLI_NR_CMDS] = {
 		"/dev/kvm, 5 KVM lacks a capability, 6 guest triple fault, 7 KVM error,\n"
 		"8 guest panic, 128+N stopped by signal N.\n"),
 	[CLI_RUN] = ("A first SIGINT or SIGTERM goes to CMD; a second one ends the VM.\n"
-		"Exit: CMD's code; 124 timed out, 125 mayfly or the VM failed, 126 the agent\n"
-		"failed or CMD could not run, 127 CMD not found, 128+N CMD killed by signal N.\n"),
+		"Exit: CMD's code; 123 the approver refused a call, 124 timed out, 125 mayfly,\n"
+		"the VM or the audit log failed, 126 the agent failed or CMD could not run,\n"
+		"127 CMD not found, 128+N CMD killed by signal N.\n"),
 	[CLI_EXEC] = ("Exit: as mayfly run.\n"),
 	[CLI_CP] = ("Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n"),
 	[CLI_SNAPSHOT] = ("Exit: 0 saved; a --setup command's own code when it fails; 125 mayfly or\n"
 		"the VM failed, 126 the agent failed (one line says why).\n"),
+	[CLI_MCP] = ("Exit: 0 at the end of stdin; 125 mayfly or the VM failed, 126 the agent\n"
+		"failed (one line on stderr says why).\n"),
+	[CLI_AUDIT] = ("Exit: 0 the chain is intact, 1 it is not (one line names the first bad\n"
+		"line), 2 bad usage or the file cannot be read.\n"),
 };
 
 void cli_usage(enum cli_cmd cmd, FILE *out)
@@ -190,6 +214,15 @@ static enum cli_result set(char *field, size_t cap, const char *name, const char
 	return CLI_OK;
 }
 #define SET(field, name, val) set(field, sizeof(field), name, val, err, errlen)
+
+static enum cli_result nonempty(const char **field, const char *name, const char *val, char *err,
+				size_t errlen)
+{
+	if (!*val)
+		return fail(err, errlen, "--%s needs a value", name);
+	*field = val;
+	return CLI_OK;
+}
 
 /* --disk PATH[,ro|,rw]: a comma is only ever the option's. */
 static enum cli_result add_disk(struct vm_config *vm, const char *val, char *err, size_t errlen)
@@ -324,6 +357,18 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_GET: return add_file(r, true, val, err, errlen);
 	case O_TTY: r->tty = true; return CLI_OK;
 	case O_JSON: r->json = true; return CLI_OK;
+	case O_AUDIT: return nonempty(&r->audit_path, "audit", val, err, errlen);
+	case O_APPROVE: return nonempty(&r->approve_cmd, "approve", val, err, errlen);
+	case O_APPROVE_TIMEOUT:
+		if (number("approve-timeout", val, 1, APPROVE_MAX_TIMEOUT_S, false, &n, err, errlen))
+			return CLI_ERROR;
+		r->approve_timeout_s = (unsigned)n;
+		return CLI_OK;
+	case O_HEAD:
+		if (strlen(val) != 64 || strspn(val, "0123456789abcdef") != 64)
+			return fail(err, errlen, "bad --head '%s': want 64 lowercase hex digits", val);
+		c->audit_head = val;
+		return CLI_OK;
 	case O_VERBOSE:
 		if (vm->log_level < LOG_DEBUG)
 			vm->log_level++;
@@ -350,13 +395,14 @@ static void defaults(struct cli *c)
 	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;
 	c->run.max_get_bytes = RUN_DEFAULT_MAX_GET_BYTES;
 	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;
+	c->run.approve_timeout_s = APPROVE_DEFAULT_TIMEOUT_S;
 }
 
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
 			  size_t errlen)
 {
 	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp",
-							 "snapshot create" };
+							 "snapshot create", "mcp", "audit" };
 	struct option longopts[NR_OPTIONS + 1];
 	size_t n = 0;
 	char what[64];
@@ -399,9 +445,15 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	c->run.argc = argc - optind;
 	switch (cmd) {
 	case CLI_BOOT:
+	case CLI_MCP:
 		if (c->run.argc)
-			return fail(err, errlen, "unexpected argument '%s' (see mayfly boot --help)",
-				    argv[optind]);
+			return fail(err, errlen, "unexpected argument '%s' (see mayfly %s --help)",
+				    argv[optind], names[cmd]);
+		break;
+	case CLI_AUDIT:
+		/* argv[0] is "verify" (audit_cmd.c checked), the flags follow it. */
+		if (c->run.argc != 1)
+			return fail(err, errlen, "usage: mayfly audit verify [--head HASH] FILE");
 		break;
 	case CLI_CP:
 		if (c->run.argc != 2)
@@ -422,6 +474,8 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	if ((cmd == CLI_EXEC || cmd == CLI_CP) && !c->run.vsock)
 		return fail(err, errlen, "--vsock PATH is required (the socket of a VM started "
 			    "with mayfly boot --vsock PATH)");
+	if (c->run.approve_timeout_s != APPROVE_DEFAULT_TIMEOUT_S && !c->run.approve_cmd)
+		return fail(err, errlen, "--approve-timeout goes with --approve CMD");
 	if (c->snapshot && c->cold)
 		return fail(err, errlen, "--snapshot and --cold exclude each other");
 	if (c->snapshot && (c->vm.initrd[0] || c->vm.cmdline[0] || c->vm.cmdline_append[0] ||

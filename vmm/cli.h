@@ -8,7 +8,7 @@
 #include "config.h"
 #include "agent/run_opts.h"
 
-enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_NR_CMDS };
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 
@@ -27,6 +27,7 @@ struct cli {
 	char *setups[CLI_MAX_SETUP];   /* snapshot create: --setup CMD, in order */
 	int nsetup;
 	const char *out;           /* snapshot create: --out DIR */
+	const char *audit_head;    /* audit verify: --head HASH */
 };
 
 enum cli_result {

@@ -7,6 +7,8 @@
 #include "vm.h"
 #include "restore.h"
 #include "agent/run.h"
+#include "agent/audit_cmd.h"
+#include "agent/mcp_cmd.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
 
@@ -24,12 +26,14 @@ static const char usage[] =
 	"  exec     run a command in a VM started with boot --vsock\n"
 	"  cp       copy a file into or out of such a VM\n"
 	"  snapshot create   save an agent-ready VM for run/boot --snapshot\n"
+	"  mcp      a Model Context Protocol server on stdio, one VM per session\n"
+	"  audit verify      check an audit log's hash chain (run/mcp --audit)\n"
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
 	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N;\n"
 	"boot --init-cmd: the command's status (0-255) when the guest reboots after it.\n"
-	"run, exec: the command's code; 124 timeout, 125 mayfly or VM failure,\n"
+	"run, exec: the command's code; 123 refused by --approve, 124 timeout, 125 mayfly or VM failure,\n"
 	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
 
 /* boot --snapshot: the VM restored, its agent freshened by a thread of
@@ -100,6 +104,10 @@ static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return cmd_cp(c, argc - 1, argv + 1);
 	if (!strcmp(cmd, "snapshot"))
 		return cmd_snapshot(c, argc - 1, argv + 1, start_ns);
+	if (!strcmp(cmd, "mcp"))
+		return cmd_mcp(c, argc - 1, argv + 1, start_ns);
+	if (!strcmp(cmd, "audit"))
+		return cmd_audit(c, argc - 1, argv + 1);
 	log_say("unknown command '%s' (try mayfly --help)", cmd);
 	return EXIT_USAGE;
 }

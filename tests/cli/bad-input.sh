@@ -15,6 +15,8 @@ head -c 65536 /dev/urandom > "$tmp/garbage"
 printf '\177ELF\002\001\001' > "$tmp/truncated-elf"
 head -c 600 /dev/zero > "$tmp/zeros"
 mkdir "$tmp/dir"
+printf 'not json\n' > "$tmp/garbage-lines"
+mkfifo "$tmp/fifo"
 install -m 600 /dev/null "$tmp/kvm-root-only"
 
 # expect NAME WANT_CODE PATTERN -- ARGS...
@@ -36,7 +38,7 @@ expect() {
 	fi
 }
 
-echo "1..38"
+echo "1..47"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -80,6 +82,15 @@ expect "exec to a VM socket that is not there" 126 "no VM is listening" -- "$may
 expect "cp to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" cp --vsock "$tmp/no.sock" "$tmp/empty" :/root/x
 expect "cp with both sides local" 125 "exactly one of SRC and DST" -- "$mayfly" cp --vsock "$tmp/no.sock" a b
 expect "run with a bad --max-output" 125 "bad --max-output '1X'" -- "$mayfly" run --max-output 1X -- true
+expect "audit without verify" 2 "usage: mayfly audit verify" -- "$mayfly" audit
+expect "audit verify of a missing log" 2 "cannot read the audit log" -- "$mayfly" audit verify "$tmp/nope"
+expect "audit verify with a bad --head" 2 "bad --head 'xyz'" -- "$mayfly" audit verify --head xyz "$tmp/empty"
+expect "audit verify of a file that is not a log" 1 "line 1: not an audit record" -- "$mayfly" audit verify "$tmp/garbage-lines"
+expect "run --audit to a directory" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/dir" -- true
+expect "run --audit to a FIFO" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/fifo" -- true
+expect "run --approve-timeout without --approve" 125 "goes with --approve" -- "$mayfly" run --approve-timeout 5 -- true
+expect "run --approve-timeout 0" 125 "bad --approve-timeout '0'" -- "$mayfly" run --approve true --approve-timeout 0 -- true
+expect "mcp with a stray argument" 125 "unexpected argument 'stray'" -- "$mayfly" mcp stray
 expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"

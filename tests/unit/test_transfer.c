@@ -115,7 +115,7 @@ static int get(const char *local, enum lie lie, uint64_t max, uint64_t deadline_
 {
 	fake_start(&a, serve_read, (void *)(uintptr_t)lie);
 	return transfer_get(a.client, "/guest/file", local, max,
-			    clock_now_ns() + deadline_ms * MS, why, sizeof(why));
+			    clock_now_ns() + deadline_ms * MS, NULL, why, sizeof(why));
 }
 
 Test(transfer, a_whole_file_replaces_the_old_one)
@@ -239,7 +239,105 @@ Test(transfer, an_agent_that_stops_reading_meets_the_deadline_of_a_put)
 	cr_assert_eq(ftruncate(fd, 64 << 20), 0);
 	close(fd);
 	fake_start(&a, never_read, NULL);
-	cr_assert_eq(transfer_put(a.client, local, "/guest/big", t0 + 300 * MS, why, sizeof(why)),
+	cr_assert_eq(transfer_put(a.client, local, "/guest/big", t0 + 300 * MS, NULL, why, sizeof(why)),
 		     -ETIMEDOUT);
 	cr_assert_lt(clock_now_ns() - t0, 5000 * MS);
+}
+
+/* ---- LIST: a directory's entries, from an agent that may lie ---- */
+
+enum list_lie { LIST_TWO_FRAMES, LIST_BAD_MORE, LIST_BAD_MODE, LIST_TRAILING, LIST_ENDLESS };
+
+struct entry_spec {
+	const char *name;
+	uint32_t mode;
+	uint32_t more;
+	bool trailing;
+};
+
+static void fill_entries(struct proto_writer *w, void *opaque)
+{
+	const struct entry_spec *e = opaque;
+
+	proto_put_u32(w, e->more);
+	proto_put_u32(w, 1);
+	proto_put_str(w, e->name);
+	proto_put_u32(w, PROTO_FT_FILE);
+	proto_put_u32(w, e->mode);
+	proto_put_u64(w, 42);
+	if (e->trailing)
+		proto_put_u32(w, 0);
+}
+
+static void serve_list(struct fake_agent *fa)
+{
+	enum list_lie lie = (enum list_lie)(uintptr_t)fa->arg;
+	struct entry_spec first = { "a", 0644, 1, false }, last = { "b", 0600, 0, false };
+
+	fake_read_frames(fa, 5000);   /* the LIST */
+	if (lie == LIST_BAD_MORE)
+		first.more = 2;
+	if (lie == LIST_BAD_MODE)
+		first.mode = 010000;
+	if (lie == LIST_TRAILING)
+		first.trailing = true;
+	if (!fake_send(fa, PROTO_LIST_ENTRIES, 1, fill_entries, &first))
+		return;
+	while (lie == LIST_ENDLESS && !atomic_load(&fa->stop))
+		if (!fake_send(fa, PROTO_LIST_ENTRIES, 1, fill_entries, &first))
+			return;
+	fake_send(fa, PROTO_LIST_ENTRIES, 1, fill_entries, &last);
+}
+
+static int seen;
+
+static void count_entry(void *opaque, const char *name, uint32_t type, uint32_t mode, uint64_t size)
+{
+	(void)opaque;
+	cr_assert_eq(type, PROTO_FT_FILE);
+	cr_assert_eq(size, 42);
+	cr_assert(mode <= 07777);
+	cr_assert_eq(strlen(name), 1);
+	seen++;
+}
+
+static int list(enum list_lie lie, uint64_t deadline_ms)
+{
+	seen = 0;
+	fake_start(&a, serve_list, (void *)(uintptr_t)lie);
+	return transfer_list(a.client, "/guest/dir", count_entry, NULL,
+			     clock_now_ns() + deadline_ms * MS, why, sizeof(why));
+}
+
+Test(transfer, a_listing_in_two_frames_gives_every_entry)
+{
+	cr_assert_eq(list(LIST_TWO_FRAMES, 5000), 0, "%s", why);
+	cr_assert_eq(seen, 2);
+	cr_assert_not(a.client->broken);
+}
+
+Test(transfer, a_listing_out_of_shape_is_a_protocol_error)
+{
+	cr_assert_eq(list(LIST_BAD_MORE, 5000), -EPROTO);
+	cr_assert(a.client->broken);
+}
+
+Test(transfer, a_mode_out_of_range_is_a_protocol_error)
+{
+	cr_assert_eq(list(LIST_BAD_MODE, 5000), -EPROTO);
+	cr_assert_eq(seen, 0);
+}
+
+Test(transfer, bytes_after_the_entries_are_a_protocol_error)
+{
+	cr_assert_eq(list(LIST_TRAILING, 5000), -EPROTO);
+}
+
+Test(transfer, a_listing_that_never_ends_stops_at_the_deadline)
+{
+	uint64_t t0 = clock_now_ns();
+
+	cr_assert_eq(list(LIST_ENDLESS, 300), -ETIMEDOUT, "%s", why);
+	cr_assert_lt(clock_now_ns() - t0, 10000 * MS);
+	cr_assert(a.client->broken);
 }

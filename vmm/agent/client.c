@@ -307,3 +307,53 @@ int agent_client_error(const struct proto_frame *f, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", strerror((int)err));
 	return -(int)err;
 }
+
+int agent_client_next(struct agent_client *c, uint32_t id, struct proto_frame *f,
+		      uint64_t deadline_ns)
+{
+	for (;;) {
+		int r = agent_client_recv(c, f, deadline_ns);
+
+		if (r <= 0)
+			return r ? r : -ETIMEDOUT;
+		if (f->id == id)
+			return 0;
+	}
+}
+
+int agent_client_wait_ok(struct agent_client *c, uint32_t id, uint64_t deadline_ns, char *why,
+			 size_t whylen)
+{
+	struct proto_frame f;
+
+	for (;;) {
+		int r = agent_client_next(c, id, &f, deadline_ns);
+
+		if (r)
+			return r;
+		if (f.type == PROTO_OK)
+			return 0;
+		if (f.type == PROTO_ERROR)
+			return agent_client_error(&f, why, whylen);
+		snprintf(why, whylen, "the guest agent answered with %s", proto_type_name(f.type));
+		c->broken = true;
+		return -EPROTO;
+	}
+}
+
+int agent_client_lost(int rc, char *why, size_t whylen)
+{
+	if (why[0])
+		return rc;
+	if (rc == -ETIMEDOUT)
+		snprintf(why, whylen, "no answer from the guest agent in time (--call-timeout)");
+	else if (rc == -ECANCELED)
+		snprintf(why, whylen, "the VM ended");
+	else if (rc == -EPIPE)
+		snprintf(why, whylen, "the guest agent closed the connection");
+	else if (rc == -EPROTO)
+		snprintf(why, whylen, "the guest agent broke the protocol");
+	else
+		snprintf(why, whylen, "%s", strerror(-rc));
+	return rc;
+}

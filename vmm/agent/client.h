@@ -13,6 +13,13 @@
  * rest is moved to the front only when the tail runs short. */
 #define AGENT_RBUF      (2 * AGENT_FRAME_MAX)
 
+/* What a call moved, for the audit log: a file's or a stream's bytes and
+ * their sha256. Filled as far as the call went, also when it failed. */
+struct transfer_stats {
+	uint64_t bytes;
+	uint8_t sha256[32];
+};
+
 /* Everything the agent sends is the guest's: a frame that breaks the
  * protocol, a number out of range or a call past its deadline ends the
  * call with an error, never a hang or a crash of the host. */
@@ -61,6 +68,23 @@ bool agent_client_has_frame(const struct agent_client *c);
 
 /* A new request id. */
 uint32_t agent_client_id(struct agent_client *c);
+
+/* The next frame of request `id` into *f (others skipped). 0, -ETIMEDOUT,
+ * or the connection's failure. */
+int agent_client_next(struct agent_client *c, uint32_t id, struct proto_frame *f,
+		      uint64_t deadline_ns);
+
+/* Wait for the OK or ERROR answering request `id`, skipping frames of
+ * other ids. 0; the ERROR's -errno with its message in why; -EPROTO for
+ * any other answer (the client is then broken); -ETIMEDOUT; or the
+ * connection's failure (why then empty: see agent_client_lost). */
+int agent_client_wait_ok(struct agent_client *c, uint32_t id, uint64_t deadline_ns, char *why,
+			 size_t whylen);
+
+/* Say in why (unless it already says something) how a call that failed
+ * with rc lost the agent: no answer in time, the VM ended, the agent
+ * closed the connection or broke the protocol. Returns rc. */
+int agent_client_lost(int rc, char *why, size_t whylen);
 
 /* The errno of an ERROR frame, range-checked (1..4095, else EPROTO), and
  * its message into why (printable ASCII: other bytes as \xNN). */

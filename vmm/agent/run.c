@@ -1,6 +1,7 @@
 /* run.c - mayfly run: a fresh VM per command, driven through its guest agent in the same process; mayfly exec and cp for a running VM. */
 #include "agent/run.h"
 #include "agent/events.h"
+#include "agent/gate.h"
 #include "agent/snapcache.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
@@ -41,6 +42,8 @@ struct run_ctx {
 	struct snapshot snap;         /* restoring: the snapshot loaded */
 	bool restoring;
 	struct vm_config restored;    /* its config, with this run's own fields */
+	struct gate gate;             /* --approve, --audit */
+	struct audit_log audit;
 };
 
 static double ms_since(uint64_t from, uint64_t to)
@@ -72,27 +75,60 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 		event_timings(stdout, &t);
 }
 
+/* Fail the run with what a refused or unrecorded call said. */
+static void gate_failed(struct exec_result *res, int rc, const char *why)
+{
+	snprintf(res->error, sizeof(res->error), "%s", why);
+	res->exit_code = rc == -EPERM ? RUN_EXIT_REFUSED : RUN_EXIT_MAYFLY;
+}
+
+/* One --put or --get through the gate: approved (a put), copied, recorded. */
+static bool copy_file(struct agent_client *c, const struct run_opts *o, struct gate *g,
+		      const struct run_file *f, bool put, struct exec_result *res)
+{
+	json_t *call = gate_file_call(put ? "write_file" : "read_file", f->guest, f->local);
+	struct transfer_stats st = { 0 };
+	uint64_t deadline, t0;
+	char why[256], err[256];
+	int rc;
+
+	if (!call) {
+		gate_failed(res, -ENOMEM, "out of memory");
+		return false;
+	}
+	rc = gate_ask(g, call, &t0, why, sizeof(why));
+	if (rc) {
+		gate_failed(res, rc, why);
+		json_decref(call);
+		return false;
+	}
+	deadline = clock_now_ns() + o->call_timeout_s * NS;
+	rc = put ? transfer_put(c, f->local, f->guest, deadline, &st, err, sizeof(err)) :
+		   transfer_get(c, f->guest, f->local, o->max_get_bytes, deadline, &st, err,
+				sizeof(err));
+	if (rc) {
+		snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s", put ? "--put" : "--get",
+			 put ? f->local : f->guest, err);
+		res->exit_code = RUN_EXIT_AGENT;
+	}
+	if (gate_record_file(g, call, t0, rc, err, &st, why, sizeof(why))) {
+		gate_failed(res, -EIO, why);
+		rc = -EIO;
+	}
+	json_decref(call);
+	return rc == 0;
+}
+
 /* Each --put (before) or --get (after), each with its own deadline. */
-static bool copy_files(struct agent_client *c, const struct run_opts *o, bool put,
+static bool copy_files(struct agent_client *c, const struct run_opts *o, struct gate *g, bool put,
 		       struct exec_result *res)
 {
 	const struct run_file *files = put ? o->puts : o->gets;
 	int n = put ? o->nput : o->nget;
-	char why[256];
 
-	for (int i = 0; i < n; i++) {
-		uint64_t deadline = clock_now_ns() + o->call_timeout_s * NS;
-		int rc = put ? transfer_put(c, files[i].local, files[i].guest, deadline, why, sizeof(why)) :
-			       transfer_get(c, files[i].guest, files[i].local, o->max_get_bytes,
-					    deadline, why, sizeof(why));
-
-		if (rc) {
-			snprintf(res->error, sizeof(res->error), "%s %.100s: %.120s",
-				 put ? "--put" : "--get", put ? files[i].local : files[i].guest, why);
-			res->exit_code = RUN_EXIT_AGENT;
+	for (int i = 0; i < n; i++)
+		if (!copy_file(c, o, g, &files[i], put, res))
 			return false;
-		}
-	}
 	return true;
 }
 
@@ -129,6 +165,33 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 		spec->deadline_ns = clock_now_ns() + (o->timeout_s + RUN_AGENT_GRACE_S) * NS;
 }
 
+/* The command through the gate: approved, run, recorded. */
+static void run_command(struct run_ctx *ctx, struct exec_spec *spec)
+{
+	json_t *call = gate_exec_call(spec, NULL, 0);
+	char why[256];
+	uint64_t t0;
+	int rc;
+
+	if (!call) {
+		gate_failed(&ctx->res, -ENOMEM, "out of memory");
+		return;
+	}
+	rc = gate_ask(&ctx->gate, call, &t0, why, sizeof(why));
+	if (rc) {
+		gate_failed(&ctx->res, rc, why);
+		json_decref(call);
+		return;
+	}
+	atomic_store(&ctx->running, true);
+	session_exec(&ctx->va.client, spec, &ctx->res);
+	atomic_store(&ctx->running, false);
+	/* Fail closed: a command whose record is lost does not look fine. */
+	if (gate_record_exec(&ctx->gate, call, t0, &ctx->res, why, sizeof(why)))
+		gate_failed(&ctx->res, -EIO, why);
+	json_decref(call);
+}
+
 /* mayfly run's job, on the agent thread: files in, the command, files out. */
 static void run_job(struct vm_agent *va, void *opaque)
 {
@@ -138,16 +201,15 @@ static void run_job(struct vm_agent *va, void *opaque)
 
 	(void)va;
 	memset(&ctx->res, 0, sizeof(ctx->res));
-	if (!copy_files(&ctx->va.client, o, true, &ctx->res))
+	if (!copy_files(&ctx->va.client, o, &ctx->gate, true, &ctx->res))
 		return;
 	spec_from_opts(&spec, o, ctx->stdin_fd, &ctx->term);
-	atomic_store(&ctx->running, true);
-	session_exec(&ctx->va.client, &spec, &ctx->res);
-	atomic_store(&ctx->running, false);
+	run_command(ctx, &spec);
 	if (ctx->res.ended_ns && o->nget) {
 		struct exec_result got = ctx->res;
 
-		if (!copy_files(&ctx->va.client, o, false, &got) && ctx->res.exit_code == 0) {
+		if (!copy_files(&ctx->va.client, o, &ctx->gate, false, &got) &&
+		    (ctx->res.exit_code == 0 || got.exit_code == RUN_EXIT_MAYFLY)) {
 			ctx->res.exit_code = got.exit_code;
 			memcpy(ctx->res.error, got.error, sizeof(got.error));
 		}
@@ -193,10 +255,8 @@ static void report_failure(const struct run_opts *o, const char *msg)
 	log_say("%s", msg);
 }
 
-/* The VM to run the command in: the one --snapshot names, else the
- * default snapshot (made on first use), or with --cold (or a --disk, which
- * no default snapshot has) a cold boot. 0 or the exit code after one line. */
-static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_config **cfg)
+int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
+		  struct vm_config *restored, const struct vm_config **cfg)
 {
 	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
 	char dir[CONFIG_PATH_MAX];
@@ -204,6 +264,7 @@ static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_con
 	int code = snapshot_vm_config(&c->vm, c->verbose);
 
 	*cfg = &c->vm;
+	*restoring = false;
 	if (code || c->cold || (c->vm.nr_disks && !c->snapshot))
 		return code;
 	if (c->snapshot) {
@@ -213,12 +274,12 @@ static int run_choose_vm(struct run_ctx *ctx, struct cli *c, const struct vm_con
 		if (code)
 			return code < 0 ? 0 : code;
 	}
-	if (restore_prepare(&ctx->snap, dir, &c->vm, &given, &ctx->restored, &why)) {
+	if (restore_prepare(snap, dir, &c->vm, &given, restored, &why)) {
 		log_say("cannot restore '%s': %s", dir, why);
 		return RUN_EXIT_MAYFLY;
 	}
-	ctx->restoring = true;
-	*cfg = &ctx->restored;
+	*restoring = true;
+	*cfg = restored;
 	return 0;
 }
 
@@ -229,14 +290,20 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 
 	ctx->o = &c->run;
 	log_init(c->vm.id, c->vm.log_level);
-	code = run_choose_vm(ctx, c, &cfg);
+	code = gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "cli");
 	if (code)
+		return RUN_EXIT_MAYFLY;
+	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
+	if (code) {
+		gate_close(&ctx->gate);
 		return code;
+	}
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 	vm_agent_destroy(&ctx->va);
+	gate_close(&ctx->gate);
 	term_close(&ctx->term);
 	if (ctx->restoring)
 		snapshot_free(&ctx->snap);
@@ -373,9 +440,9 @@ int cmd_cp(struct cli *c, int argc, char **argv)
 		return RUN_EXIT_AGENT;
 	}
 	deadline = clock_now_ns() + c->run.call_timeout_s * NS;
-	rc = src[0] == ':' ? transfer_get(client, src + 1, dst, c->run.max_get_bytes, deadline, why,
-					  sizeof(why)) :
-			     transfer_put(client, src, dst + 1, deadline, why, sizeof(why));
+	rc = src[0] == ':' ? transfer_get(client, src + 1, dst, c->run.max_get_bytes, deadline, NULL,
+					  why, sizeof(why)) :
+			     transfer_put(client, src, dst + 1, deadline, NULL, why, sizeof(why));
 	agent_client_close(client);
 	free(client);
 	if (rc) {

@@ -39,6 +39,10 @@ struct run_opts {
 	unsigned call_timeout_s;   /* each agent call but the command itself */
 	uint64_t max_get_bytes;    /* one file copied out of the VM */
 	uint64_t max_output;       /* the command's stdout + stderr */
+	/* every tool call: approved before (NULL: all allowed), recorded after (NULL: not) */
+	const char *audit_path;
+	const char *approve_cmd;
+	unsigned approve_timeout_s;
 };
 
 #endif

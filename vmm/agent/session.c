@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sha2.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct session {
 	uint64_t output;           /* bytes passed on */
 	uint64_t grace_ns;         /* killed for its output: the EXIT must come by then */
 	struct event_stream out, err;
+	SHA2_CTX out_sha, err_sha;
 };
 
 void session_spec_init(struct exec_spec *spec)
@@ -169,7 +171,11 @@ static int on_output(struct session *s, bool is_err, const uint8_t *data, uint32
 	s->output += n;
 	if (!n)
 		return 0;
-	if (spec->json)
+	(is_err ? &s->res->err : &s->res->out)->bytes += n;
+	SHA256Update(is_err ? &s->err_sha : &s->out_sha, data, n);
+	if (spec->sink)
+		spec->sink(spec->sink_opaque, is_err, data, n);
+	else if (spec->json)
 		event_output(spec->json_out, is_err ? &s->err : &s->out, data, n);
 	else
 		write_raw(is_err ? spec->err_fd : spec->out_fd, data, n);
@@ -193,6 +199,9 @@ static int on_exit(struct session *s, struct proto_reader *rd)
 	if (bad || dur > DURATION_MAX_US)
 		return -EPROTO;
 	res->ended_ns = clock_now_ns();
+	res->signo = kind == PROTO_EXIT_CODE ? 0 : (int)signo;
+	res->timed_out = kind == PROTO_EXIT_TIMEOUT;
+	res->duration_us = dur;
 	res->exit_code = kind == PROTO_EXIT_CODE ? (int)code :
 			 kind == PROTO_EXIT_TIMEOUT ? RUN_EXIT_TIMEOUT : 128 + (int)signo;
 	if (kind == PROTO_EXIT_TIMEOUT)
@@ -344,15 +353,21 @@ void session_exec(struct agent_client *c, const struct exec_spec *spec, struct e
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = RUN_EXIT_AGENT;
+	SHA256Init(&s.out_sha);
+	SHA256Init(&s.err_sha);
 	s.id = agent_client_id(c);
 	rc = send_exec(&s);
 	if (rc) {
 		fail(res, rc == -ETIMEDOUT ? RUN_EXIT_TIMEOUT : RUN_EXIT_AGENT,
 		     "cannot send the command to the guest agent: %s", strerror(-rc));
-		return;
+	} else {
+		while (!session_round(&s))
+			;
 	}
-	while (!session_round(&s))
-		;
+	SHA256Final(res->out.sha256, &s.out_sha);
+	SHA256Final(res->err.sha256, &s.err_sha);
+	if (rc)
+		return;
 	if (spec->json) {
 		event_output_flush(spec->json_out, &s.out);
 		event_output_flush(spec->json_out, &s.err);

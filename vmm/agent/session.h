@@ -37,6 +37,9 @@ struct exec_spec {
 	int tty_fd;                /* the terminal whose size RESIZE sends (with winch_fd) */
 	uint64_t max_output;       /* stdout + stderr bytes passed on; past it CMD is killed */
 	int out_fd, err_fd;        /* raw streams go here */
+	/* Set: raw streams go to this instead (is_err: stderr), in order. */
+	void (*sink)(void *opaque, bool is_err, const uint8_t *data, size_t len);
+	void *sink_opaque;
 	FILE *json_out;            /* JSON lines go here */
 };
 
@@ -45,6 +48,10 @@ struct exec_result {
 	uint64_t started_ns;       /* EXEC_STARTED arrived (CLOCK_MONOTONIC), 0 if never */
 	uint64_t ended_ns;         /* EXIT arrived */
 	bool truncated;            /* output passed max_output and was cut */
+	int signo;                 /* CMD was killed by this signal; 0 if not */
+	bool timed_out;            /* by the agent, for timeout_ms */
+	uint64_t duration_us;      /* CMD's run time as the agent measured it */
+	struct transfer_stats out, err;   /* what was passed on of each stream */
 	char error[256];           /* why, when exit_code is one of mayfly's own */
 };
 

@@ -7,86 +7,94 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Wait for the OK or ERROR answering request `id`. */
-static int wait_reply(struct agent_client *c, uint32_t id, uint64_t deadline_ns, char *why,
-		      size_t whylen)
+static void stats_begin(struct transfer_stats *st, SHA2_CTX *ctx)
 {
-	struct proto_frame f;
+	if (st)
+		st->bytes = 0;
+	SHA256Init(ctx);
+}
 
-	for (;;) {
-		int r = agent_client_recv(c, &f, deadline_ns);
+static void stats_add(struct transfer_stats *st, SHA2_CTX *ctx, const uint8_t *data, size_t n)
+{
+	if (!st)
+		return;
+	st->bytes += n;
+	SHA256Update(ctx, data, n);
+}
 
-		if (r <= 0)
-			return r ? r : -ETIMEDOUT;
-		if (f.id != id)
-			continue;
-		if (f.type == PROTO_OK)
-			return 0;
-		if (f.type == PROTO_ERROR)
-			return agent_client_error(&f, why, whylen);
-		snprintf(why, whylen, "the guest agent answered with %s", proto_type_name(f.type));
-		c->broken = true;
-		return -EPROTO;
+static void stats_end(struct transfer_stats *st, SHA2_CTX *ctx)
+{
+	if (st)
+		SHA256Final(st->sha256, ctx);
+}
+
+/* Where a put's bytes come from: a file, or memory. */
+struct source {
+	int fd;                       /* -1: mem */
+	const char *name;             /* the file's, for messages */
+	const uint8_t *mem;
+	size_t len, off;
+};
+
+/* The next chunk: its size, 0 at the end, or -errno with why. */
+static ssize_t source_read(struct source *src, uint8_t *buf, size_t cap, char *why, size_t whylen)
+{
+	ssize_t n;
+
+	if (src->fd < 0) {
+		n = (ssize_t)(src->len - src->off < cap ? src->len - src->off : cap);
+		memcpy(buf, src->mem + src->off, (size_t)n);
+		src->off += (size_t)n;
+		return n;
 	}
+	do
+		n = read(src->fd, buf, cap);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		n = -errno;
+		snprintf(why, whylen, "cannot read '%s': %s", src->name, strerror(errno));
+	}
+	return n;
 }
 
-/* A failure of the connection itself, said once. */
-static int lost(int rc, char *why, size_t whylen)
-{
-	if (rc == -ETIMEDOUT)
-		snprintf(why, whylen, "no answer from the guest agent in time (--call-timeout)");
-	else if (rc == -ECANCELED)
-		snprintf(why, whylen, "the VM ended");
-	else if (rc == -EPIPE)
-		snprintf(why, whylen, "the guest agent closed the connection");
-	else if (rc == -EPROTO && !*why)
-		snprintf(why, whylen, "the guest agent broke the protocol");
-	else if (!*why)
-		snprintf(why, whylen, "%s", strerror(-rc));
-	return rc;
-}
-
-int transfer_put(struct agent_client *c, const char *local, const char *guest,
-		 uint64_t deadline_ns, char *why, size_t whylen)
+/* FILE_WRITE, the OK, FILE_DATA of each chunk, FILE_END and its OK. */
+static int send_file(struct agent_client *c, struct source *src, const char *guest, uint32_t mode,
+		     uint32_t flags, uint64_t deadline_ns, struct transfer_stats *st, char *why,
+		     size_t whylen)
 {
 	uint8_t chunk[PROTO_CHUNK];
 	uint32_t id = agent_client_id(c);
 	struct proto_writer w;
-	struct stat st;
-	int fd, rc, len;
+	SHA2_CTX ctx;
+	int rc, len;
 
-	why[0] = '\0';
-	fd = open(local, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fd < 0 ? -errno : -EINVAL;
-		snprintf(why, whylen, "cannot read '%s': %s", local,
-			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
-		goto out;
-	}
+	stats_begin(st, &ctx);
 	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_WRITE, id);
 	proto_put_str(&w, guest);
-	proto_put_u32(&w, st.st_mode & 07777);
-	proto_put_u32(&w, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC);
+	proto_put_u32(&w, mode);
+	proto_put_u32(&w, flags);
 	len = proto_end(&w);
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 	if (!rc)
-		rc = wait_reply(c, id, deadline_ns, why, whylen);
+		rc = agent_client_wait_ok(c, id, deadline_ns, why, whylen);
 	while (!rc) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
+		ssize_t n = source_read(src, chunk, sizeof(chunk), why, whylen);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0) {
-			rc = -errno;
-			snprintf(why, whylen, "cannot read '%s': %s", local, strerror(errno));
+			/* The agent waits for more: what we sent is a torn file, and
+			 * this connection is out of step. */
+			c->broken = true;
+			rc = (int)n;
 			break;
 		}
+		stats_add(st, &ctx, chunk, (size_t)n);
 		proto_begin(&w, c->wbuf, sizeof(c->wbuf), n ? PROTO_FILE_DATA : PROTO_FILE_END, id);
 		if (n)
 			proto_put_bytes(&w, chunk, (uint32_t)n);
@@ -94,16 +102,49 @@ int transfer_put(struct agent_client *c, const char *local, const char *guest,
 		rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 		if (!n) {
 			if (!rc)
-				rc = wait_reply(c, id, deadline_ns, why, whylen);
+				rc = agent_client_wait_ok(c, id, deadline_ns, why, whylen);
 			break;
 		}
 	}
-	if (rc && rc != -EINVAL && !why[0])
-		lost(rc, why, whylen);
-out:
-	if (fd >= 0)
-		close(fd);
+	stats_end(st, &ctx);
+	if (rc)
+		agent_client_lost(rc, why, whylen);
 	return rc;
+}
+
+int transfer_put(struct agent_client *c, const char *local, const char *guest,
+		 uint64_t deadline_ns, struct transfer_stats *st, char *why, size_t whylen)
+{
+	struct source src = { .name = local };
+	struct stat sb;
+	int rc;
+
+	why[0] = '\0';
+	src.fd = open(local, O_RDONLY | O_CLOEXEC);
+	if (src.fd < 0 || fstat(src.fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		rc = src.fd < 0 ? -errno : -EINVAL;
+		snprintf(why, whylen, "cannot read '%s': %s", local,
+			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		if (src.fd >= 0)
+			close(src.fd);
+		return rc;
+	}
+	rc = send_file(c, &src, guest, sb.st_mode & 07777, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC,
+		       deadline_ns, st, why, whylen);
+	close(src.fd);
+	return rc;
+}
+
+int transfer_put_mem(struct agent_client *c, const void *data, size_t len, const char *guest,
+		     uint32_t mode, bool append, uint64_t deadline_ns, struct transfer_stats *st,
+		     char *why, size_t whylen)
+{
+	struct source src = { .fd = -1, .mem = data, .len = len };
+
+	why[0] = '\0';
+	return send_file(c, &src, guest, mode & 07777,
+			 PROTO_WRITE_CREATE | (append ? PROTO_WRITE_APPEND : PROTO_WRITE_TRUNC),
+			 deadline_ns, st, why, whylen);
 }
 
 /* Where a --get writes: a temporary file beside the real target, or the
@@ -223,21 +264,25 @@ static int close_target(struct target *t, int rc, char *why, size_t whylen)
 	return rc;
 }
 
-int transfer_get(struct agent_client *c, const char *guest, const char *local,
-		 uint64_t max_bytes, uint64_t deadline_ns, char *why, size_t whylen)
+/* Where a get's bytes go: each chunk as it comes, by the deadline. 0 or
+ * -errno with why. */
+typedef int (*sink_fn)(void *opaque, const uint8_t *data, size_t n, uint64_t deadline_ns,
+		       char *why, size_t whylen);
+
+/* FILE_READ, then FILE_DATA to the sink until FILE_END, at most max_bytes. */
+static int recv_file(struct agent_client *c, const char *guest, uint64_t max_bytes,
+		     const char *limit_name, sink_fn sink, void *opaque, uint64_t deadline_ns,
+		     struct transfer_stats *st, char *why, size_t whylen)
 {
 	uint32_t id = agent_client_id(c);
-	struct target t = { .fd = -1 };
 	struct proto_writer w;
 	struct proto_frame f;
 	bool refused = false;
 	uint64_t total = 0;
+	SHA2_CTX ctx;
 	int rc, len;
 
-	why[0] = '\0';
-	rc = open_target(local, &t, why, whylen);
-	if (rc)
-		return rc;
+	stats_begin(st, &ctx);
 	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_READ, id);
 	proto_put_str(&w, guest);
 	len = proto_end(&w);
@@ -270,22 +315,159 @@ int transfer_get(struct agent_client *c, const char *guest, const char *local,
 			break;
 		}
 		if (n > max_bytes - total) {
-			snprintf(why, whylen, "the guest's file is larger than --max-get-bytes "
-				 "(%llu bytes)", (unsigned long long)max_bytes);
+			snprintf(why, whylen, "the guest's file is larger than %s (%llu bytes)",
+				 limit_name, (unsigned long long)max_bytes);
 			rc = -EFBIG;
 			break;
 		}
 		total += n;
-		rc = write_target(&t, data, n, deadline_ns);
-		if (rc)
-			snprintf(why, whylen, "cannot write '%s': %s", local,
-				 rc == -ETIMEDOUT ? "its reader does not read" : strerror(-rc));
+		stats_add(st, &ctx, data, n);
+		rc = sink(opaque, data, n, deadline_ns, why, whylen);
 	}
+	stats_end(st, &ctx);
 	/* Unless the agent refused, it may still be sending this file: what
 	 * comes after would be read as answers to the next call. */
 	if (rc && !refused)
 		c->broken = true;
-	if (rc && !why[0])
-		lost(rc, why, whylen);
+	if (rc)
+		agent_client_lost(rc, why, whylen);
+	return rc;
+}
+
+struct file_sink {
+	struct target *t;
+	const char *local;
+};
+
+static int to_file(void *opaque, const uint8_t *data, size_t n, uint64_t deadline_ns, char *why,
+		   size_t whylen)
+{
+	struct file_sink *fs = opaque;
+	int rc = write_target(fs->t, data, n, deadline_ns);
+
+	if (rc)
+		snprintf(why, whylen, "cannot write '%s': %s", fs->local,
+			 rc == -ETIMEDOUT ? "its reader does not read" : strerror(-rc));
+	return rc;
+}
+
+int transfer_get(struct agent_client *c, const char *guest, const char *local,
+		 uint64_t max_bytes, uint64_t deadline_ns, struct transfer_stats *st, char *why,
+		 size_t whylen)
+{
+	struct target t = { .fd = -1 };
+	struct file_sink fs = { &t, local };
+	int rc;
+
+	why[0] = '\0';
+	rc = open_target(local, &t, why, whylen);
+	if (rc)
+		return rc;
+	rc = recv_file(c, guest, max_bytes, "--max-get-bytes", to_file, &fs, deadline_ns, st, why,
+		       whylen);
 	return close_target(&t, rc, why, whylen);
+}
+
+struct mem_sink {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+static int to_mem(void *opaque, const uint8_t *data, size_t n, uint64_t deadline_ns, char *why,
+		  size_t whylen)
+{
+	struct mem_sink *m = opaque;
+
+	(void)deadline_ns;
+	if (m->cap - m->len < n + 1) {
+		/* Doubling: gathering N bytes copies O(N). */
+		size_t cap = m->cap ? m->cap : 1;
+		uint8_t *p;
+
+		while (cap - m->len < n + 1)
+			cap *= 2;
+		p = realloc(m->data, cap);
+		if (!p) {
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		m->data = p;
+		m->cap = cap;
+	}
+	memcpy(m->data + m->len, data, n);
+	m->len += n;
+	m->data[m->len] = '\0';
+	return 0;
+}
+
+int transfer_get_mem(struct agent_client *c, const char *guest, uint64_t max_bytes,
+		     uint8_t **data, size_t *len, uint64_t deadline_ns, struct transfer_stats *st,
+		     char *why, size_t whylen)
+{
+	struct mem_sink m = { 0 };
+	int rc;
+
+	why[0] = '\0';
+	rc = recv_file(c, guest, max_bytes, "the limit", to_mem, &m, deadline_ns, st, why, whylen);
+	if (!rc && !m.data)
+		rc = to_mem(&m, NULL, 0, 0, why, whylen);   /* an empty file: "" */
+	if (rc) {
+		free(m.data);
+		m.data = NULL;
+		m.len = 0;
+	}
+	*data = m.data;
+	*len = m.len;
+	return rc;
+}
+
+/* One LIST_ENTRIES frame, each entry to fn. 1 more to come, 0 done, -EPROTO. */
+static int list_frame(const struct proto_frame *f, transfer_entry_fn fn, void *opaque)
+{
+	static _Thread_local char name[PROTO_MAX_PATH];
+	struct proto_reader rd;
+	uint32_t more, count;
+
+	proto_reader_init(&rd, f);
+	if (!proto_get_u32(&rd, &more) || !proto_get_u32(&rd, &count) || more > 1)
+		return -EPROTO;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t type, mode;
+		uint64_t size;
+
+		if (!proto_get_str(&rd, name, sizeof(name)) || !proto_get_u32(&rd, &type) ||
+		    !proto_get_u32(&rd, &mode) || !proto_get_u64(&rd, &size) || mode > 07777)
+			return -EPROTO;
+		fn(opaque, name, type, mode, size);
+	}
+	return proto_done(&rd) ? (int)more : -EPROTO;
+}
+
+int transfer_list(struct agent_client *c, const char *guest, transfer_entry_fn fn, void *opaque,
+		  uint64_t deadline_ns, char *why, size_t whylen)
+{
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+	struct proto_frame f;
+	int rc, len;
+
+	why[0] = '\0';
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_LIST, id);
+	proto_put_str(&w, guest);
+	len = proto_end(&w);
+	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
+	while (!rc) {
+		rc = agent_client_next(c, id, &f, deadline_ns);
+		if (rc)
+			break;
+		if (f.type == PROTO_ERROR)
+			return agent_client_error(&f, why, whylen);   /* in step: it sent nothing else */
+		rc = f.type == PROTO_LIST_ENTRIES ? list_frame(&f, fn, opaque) : -EPROTO;
+		if (rc == 0)
+			return 0;
+		rc = rc == 1 ? 0 : rc;
+	}
+	/* Entries may still be on their way: the stream is out of step. */
+	c->broken = true;
+	return agent_client_lost(rc, why, whylen);
 }

@@ -65,15 +65,9 @@ int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **
 	len = proto_end(&w);
 	explicit_bzero(seed, sizeof(seed));
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-	while (!rc) {
-		rc = agent_client_recv(c, &f, deadline_ns);
-		if (rc <= 0) {
-			rc = rc ? rc : -ETIMEDOUT;
-			break;
-		}
-		rc = 0;
-		if (f.id != id)
-			continue;
+	if (!rc)
+		rc = agent_client_next(c, id, &f, deadline_ns);
+	if (!rc) {
 		if (f.type == PROTO_OK)
 			return 0;
 		if (f.type != PROTO_ERROR) {

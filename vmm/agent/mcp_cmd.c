@@ -1,0 +1,95 @@
+/* mcp_cmd.c - mayfly mcp: the session's VM in this process, the MCP server as its agent job. */
+#include "agent/mcp_cmd.h"
+#include "agent/gate.h"
+#include "agent/mcp.h"
+#include "agent/run.h"
+#include "agent/session.h"
+#include "agent/vm_agent.h"
+#include "log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* run_command's output collected in memory: at most this much of it. */
+#define MCP_MAX_OUTPUT (16ULL << 20)
+
+struct mcp_ctx {
+	struct vm_agent va;
+	struct mcp_server srv;
+	struct gate gate;
+	struct audit_log audit;
+	struct snapshot snap;
+	struct vm_config restored;
+	bool restoring;
+	int served;                /* mcp_serve's result */
+};
+
+static void mcp_job(struct vm_agent *va, void *opaque)
+{
+	struct mcp_ctx *ctx = opaque;
+
+	ctx->srv.client = &va->client;
+	ctx->srv.stop_fd = va->cancel_fd;
+	ctx->served = mcp_serve(&ctx->srv);
+	if (ctx->served)
+		log_say("mcp: the session ended: %s", ctx->served == -EPIPE ?
+			"the guest agent connection or the audit log failed" : strerror(-ctx->served));
+}
+
+int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
+{
+	const struct vm_config *cfg;
+	struct mcp_ctx *ctx;
+	int code = cli_parse_or_exit(c, CLI_MCP, argc, argv, RUN_EXIT_MAYFLY);
+
+	if (code >= 0)
+		return code;
+	log_init(c->vm.id, c->vm.log_level);
+	/* A client that went away is a write error to handle, not a death. */
+	signal(SIGPIPE, SIG_IGN);
+	ctx = calloc(1, sizeof(*ctx));   /* large: the client's frame buffers */
+	if (!ctx) {
+		log_say("out of memory");
+		return RUN_EXIT_MAYFLY;
+	}
+	ctx->va.cancel_fd = -1;
+	if (gate_open(&ctx->gate, &ctx->audit, &c->run, c->vm.id, "mcp:unknown")) {
+		free(ctx);
+		return RUN_EXIT_MAYFLY;
+	}
+	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
+	if (!code) {
+		ctx->srv = (struct mcp_server){
+			.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .gate = &ctx->gate,
+			.limits = {
+				.call_timeout_s = c->run.call_timeout_s,
+				.max_get_bytes = c->run.max_get_bytes < MCP_MAX_OUTPUT ?
+						 c->run.max_get_bytes : MCP_MAX_OUTPUT,
+				.max_output = c->run.max_output < MCP_MAX_OUTPUT ?
+					      c->run.max_output : MCP_MAX_OUTPUT,
+				.max_timeout_s = RUN_MAX_TIMEOUT_S,
+			},
+		};
+		ctx->va.job = mcp_job;
+		ctx->va.opaque = ctx;
+		code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
+		vm_agent_destroy(&ctx->va);
+		if (ctx->restoring)
+			snapshot_free(&ctx->snap);
+		if (!ctx->va.built) {
+			code = RUN_EXIT_MAYFLY;   /* vm_build logged why */
+		} else if (ctx->va.job_done && code == 0) {
+			code = ctx->served ? RUN_EXIT_AGENT : 0;   /* the job stopped the VM */
+		} else {
+			/* A signal, a guest crash, a lost agent: the VM ended first. */
+			log_say("the VM ended before the session did: %s", ctx->va.vm.exit_reason);
+			code = code >= 128 || code == RUN_EXIT_AGENT ? code : RUN_EXIT_MAYFLY;
+		}
+	}
+	gate_close(&ctx->gate);
+	free(ctx);
+	return code;
+}
