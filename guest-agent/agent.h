@@ -30,6 +30,19 @@
 #define AGENT_FLUSH_MS     1000               /* a closing connection's last chance to drain */
 #define AGENT_TIMEOUT_DRAIN_MS 200            /* after a timeout kill: output left to escapees */
 #define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define AGENT_MAX_DEFAULT_ENV 128            /* ENV lines of an image's run defaults */
+
+/* An image's run defaults (--defaults FILE, rootfs/oci-import's oci-config): ENV
+ * entries every EXEC starts from (its own win), WORKDIR its default cwd, USER the
+ * uid and gid it runs as. Pointers into defaults_load's buffer. */
+struct agent_defaults {
+	char *env[AGENT_MAX_DEFAULT_ENV];
+	unsigned nenv;
+	const char *workdir;        /* NULL: the agent's home */
+	bool has_user;
+	uid_t uid;
+	gid_t gid;
+};
 
 struct agent;
 struct conn;
@@ -98,11 +111,19 @@ struct agent {
 	bool owns_guest;            /* vsock mode: FRESHEN sets the clock and the pool */
 	bool verbose;
 	const char *home;           /* default cwd and base of relative paths */
+	struct agent_defaults defaults;
 	uint64_t start_ms;
 	struct conn *conns;
 	unsigned nconns;
 	struct proc *orphans;       /* killed, waiting to be reaped */
 };
+
+/* defaults.c */
+/* Read the run defaults in FILE (lines "ENV K=V", "WORKDIR /dir", "USER u[:g]";
+ * names looked up in ROOT/etc/passwd and ROOT/etc/group). 0; or -errno when
+ * nothing could be read; or -EINVAL (a bad line, a USER not found), -E2BIG (too
+ * many ENV) with every good line kept. Once per process (one static buffer). */
+int defaults_load(struct agent_defaults *d, const char *path, const char *root);
 
 /* util.c */
 uint64_t now_ms(void);

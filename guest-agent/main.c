@@ -21,13 +21,15 @@
 #include <linux/vm_sockets.h>
 
 static const char usage[] =
-	"usage: mayfly-agent [--port N | --unix PATH | --fd N] [--home DIR]\n"
+	"usage: mayfly-agent [--port N | --unix PATH | --fd N] [--home DIR] [--defaults FILE]\n"
 	"                    [--allow-shutdown] [-v]\n"
 	"  (default)          listen on vsock port %d (any CID; only the host may connect)\n"
 	"  --port N           another vsock port\n"
 	"  --unix PATH        listen on a Unix socket instead (host tests)\n"
 	"  --fd N             serve one connected socket, exit when it closes (host tests)\n"
 	"  --home DIR         default cwd of processes and base of relative paths (/root)\n"
+	"  --defaults FILE    an image's run defaults for every process: ENV K=V,\n"
+	"                     WORKDIR /dir, USER user[:group] lines (oci-import's)\n"
 	"  --allow-shutdown   SHUTDOWN powers the machine off (implied as PID 1);\n"
 	"                     otherwise SHUTDOWN only ends the agent\n"
 	"  -v                 log closed connections and their reasons on stderr\n"
@@ -38,17 +40,19 @@ struct options {
 	unsigned port;
 	const char *unix_path;
 	int fd;
+	const char *defaults;       /* --defaults FILE */
 };
 
 /* One parser for the agent as for mayfly (getopt_long, num.c's numbers). */
 static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 {
-	enum { O_PORT = 256, O_UNIX, O_FD, O_HOME, O_ALLOW_SHUTDOWN };
+	enum { O_PORT = 256, O_UNIX, O_FD, O_HOME, O_ALLOW_SHUTDOWN, O_DEFAULTS };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, O_PORT },
 		{ "unix", required_argument, NULL, O_UNIX },
 		{ "fd", required_argument, NULL, O_FD },
 		{ "home", required_argument, NULL, O_HOME },
+		{ "defaults", required_argument, NULL, O_DEFAULTS },
 		{ "allow-shutdown", no_argument, NULL, O_ALLOW_SHUTDOWN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -92,6 +96,11 @@ static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 			if (!optarg[0])
 				goto bad;
 			a->home = optarg;
+			break;
+		case O_DEFAULTS:
+			if (!optarg[0])
+				goto bad;
+			o->defaults = optarg;
 			break;
 		default:
 			goto bad;
@@ -205,6 +214,12 @@ int main(int argc, char **argv)
 	a.owns_guest = o.mode == LISTEN_VSOCK;
 	a.start_ms = now_ms();
 	ensure_std_fds();
+	if (o.defaults) {
+		/* A bad line costs that line, not the agent: the VM must still answer. */
+		rc = defaults_load(&a.defaults, o.defaults, "");
+		if (rc)
+			agent_log("--defaults %s: %s (kept what was good)", o.defaults, strerror(-rc));
+	}
 	/* Modes in FILE_WRITE and MKDIR are exact; children get umask 022 back. */
 	umask(0);
 	if (chdir(a.home) < 0 && chdir("/") < 0)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pty.h>
 #include <signal.h>
@@ -88,8 +89,9 @@ struct child_fds {
 };
 
 static void __attribute__((noreturn)) child_run(const struct proto_exec *e, char **envp,
-						const char *home, const struct child_fds *fds)
+						const struct agent *a, const struct child_fds *fds)
 {
+	const char *home = a->defaults.workdir ? a->defaults.workdir : a->home;
 	sigset_t none;
 	int in = fds->in;
 
@@ -127,26 +129,39 @@ static void __attribute__((noreturn)) child_run(const struct proto_exec *e, char
 		child_fail(fds->st, STAGE_CHDIR, errno);
 	}
 	umask(022);
+	/* The image's USER: groups first, while still allowed to change them. */
+	if (a->defaults.has_user &&
+	    (setgroups(0, NULL) < 0 || setgid(a->defaults.gid) < 0 || setuid(a->defaults.uid) < 0))
+		child_fail(fds->st, STAGE_SETUP, errno);
 	child_fail(fds->st, STAGE_EXEC, exec_search(e->argv, envp));
 }
 
-/* e's environment, plus the default PATH when e has none: a new array. */
-static char **env_with_path(const struct proto_exec *e)
+/* The defaults' environment with e's on top (same name: e's wins), plus the
+ * default PATH when neither has one: a new array. */
+static char **env_with_path(const struct agent_defaults *d, const struct proto_exec *e)
 {
 	static char default_path[] = "PATH=" AGENT_DEFAULT_PATH;
-	char **envp = calloc((size_t)e->envc + 2, sizeof(char *));
+	char **envp = calloc((size_t)e->envc + d->nenv + 2, sizeof(char *));
 	bool has_path = false;
-	uint32_t i;
+	size_t n = 0;
 
 	if (!envp)
 		return NULL;
-	for (i = 0; i < e->envc; i++) {
-		envp[i] = e->envp[i];
-		if (strncmp(e->envp[i], "PATH=", 5) == 0)
-			has_path = true;
+	for (unsigned i = 0; i < d->nenv; i++) {
+		size_t klen = strcspn(d->env[i], "=") + 1;
+		bool overridden = false;
+
+		for (uint32_t j = 0; j < e->envc && !overridden; j++)
+			overridden = strncmp(e->envp[j], d->env[i], klen) == 0;
+		if (!overridden)
+			envp[n++] = d->env[i];
 	}
+	for (uint32_t i = 0; i < e->envc; i++)
+		envp[n++] = e->envp[i];
+	for (size_t i = 0; i < n; i++)
+		has_path |= strncmp(envp[i], "PATH=", 5) == 0;
 	if (!has_path)
-		envp[i] = default_path;
+		envp[n] = default_path;
 	return envp;
 }
 
@@ -168,7 +183,7 @@ int spawn_proc(struct agent *a, struct proc *p, const struct proto_exec *e)
 {
 	int st[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
 	int master = -1, slave = -1, in_dup = -1, rc;
-	char **envp = env_with_path(e);
+	char **envp = env_with_path(&a->defaults, e);
 	struct child_fds cfds;
 	pid_t pid;
 
@@ -200,7 +215,7 @@ int spawn_proc(struct agent *a, struct proc *p, const struct proto_exec *e)
 	if (pid == 0) {
 		cfds = (struct child_fds){ .st = st[1], .slave = slave, .in = in[0],
 					   .out = out[1], .err = err[1] };
-		child_run(e, envp, a->home, &cfds);
+		child_run(e, envp, a, &cfds);
 	}
 
 	close_fd(&st[1]);

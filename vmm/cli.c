@@ -51,8 +51,11 @@ static const struct cli_option options[] = {
 	{ "init-cmd", O_INIT_CMD, C_BOOT, "CMD", "shell command for the guest's init to run;\n"
 	  "mayfly then exits with its status" },
 	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
-	  "IMG is never written; the guest's writes vanish with the VM" },
-	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP, "IMG", "root image (default: the one tools/build-guest built)" },
+	  "IMG is never written; the guest's writes vanish with the VM;\n"
+	  "agent or minimal name tools/build-guest's images" },
+	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP, "IMG", "root image: agent (Debian 12 with python3, git,\n"
+	  "node, gcc...), minimal (busybox) or a path (default:\n"
+	  "agent once tools/build-guest --agent built it, else minimal)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
 	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
 	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP, "MIB", "guest RAM in MiB (default 256, at most 524288)" },

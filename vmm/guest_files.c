@@ -41,13 +41,47 @@ int guest_files_find(const char *name, char *out, size_t len)
 	return -ENOENT;
 }
 
+/* The named root images and their files in the default guest directory. */
+static const struct {
+	const char *name, *file, *build;
+} images[] = {
+	{ "agent", "agent.ext4", "tools/build-guest --agent" },
+	{ "minimal", "rootfs.ext4", "tools/build-guest" },
+};
+
+int guest_files_rootfs(struct vm_config *cfg, bool want_default, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+		if (strcmp(cfg->rootfs, images[i].name))
+			continue;
+		if (guest_files_find(images[i].file, cfg->rootfs, sizeof(cfg->rootfs)) == 0)
+			return 0;
+		snprintf(err, errlen, "--rootfs %s: no %s in the default guest (build it with "
+			 "%s, or set MAYFLY_GUEST_DIR)", images[i].name, images[i].file,
+			 images[i].build);
+		cfg->rootfs[0] = '\0';
+		return -ENOENT;
+	}
+	if (cfg->rootfs[0] || !want_default)
+		return 0;
+	/* The default: the agent image once built, else the minimal one. */
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
+		if (guest_files_find(images[i].file, cfg->rootfs, sizeof(cfg->rootfs)) == 0)
+			return 0;
+	cfg->rootfs[0] = '\0';
+	snprintf(err, errlen, "no --rootfs given and no default root image found "
+		 "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+	return -ENOENT;
+}
+
 int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen)
 {
 	char initrd[CONFIG_PATH_MAX];
 	const char *slash;
+	int rc = guest_files_rootfs(cfg, false, err, errlen);
 
-	if (cfg->kernel[0])
-		return 0;
+	if (rc || cfg->kernel[0])
+		return rc;
 	if (guest_files_find("vmlinux", cfg->kernel, sizeof(cfg->kernel))) {
 		cfg->kernel[0] = '\0';
 		snprintf(err, errlen, "no --kernel given and no default guest kernel found "

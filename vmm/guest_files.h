@@ -2,6 +2,7 @@
 #ifndef MAYFLY_GUEST_FILES_H
 #define MAYFLY_GUEST_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -12,7 +13,13 @@
  * 0 with out filled, or -ENOENT. */
 int guest_files_find(const char *name, char *out, size_t len);
 
-/* When cfg has no kernel: the default guest's vmlinux, and its
+/* cfg->rootfs as the user named it: "agent" or "minimal" become the default
+ * guest's agent.ext4 or rootfs.ext4 (anything else is a path, kept); empty
+ * with want_default: agent.ext4 when built, else rootfs.ext4. 0, or -ENOENT
+ * with err set to one line. */
+int guest_files_rootfs(struct vm_config *cfg, bool want_default, char *err, size_t errlen);
+
+/* guest_files_rootfs(cfg, false) and, when cfg has no kernel: the default guest's vmlinux, and its
  * initramfs.cpio.gz beside it unless cfg has an initrd or a rootfs (the
  * root is then the disk). 0, or -ENOENT with err set to one line. */
 int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen);

@@ -97,6 +97,30 @@ void client_start(struct client *c)
 	hello(c);
 }
 
+void client_start_defaults(struct client *c, const char *text)
+{
+	char path[sizeof(c->dir) + 16];
+	int sv[2];
+	FILE *f;
+
+	client_init(c);
+	snprintf(path, sizeof(path), "%s/defaults", c->dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	{
+		char *args[] = { "mayfly-agent", "--fd", "10", "--home", c->dir, "--defaults", path,
+				 NULL };
+
+		spawn_agent(c, args, sv[1]);
+	}
+	close(sv[1]);
+	c->fd = sv[0];
+	hello(c);
+}
+
 int client_connect(struct client *c, bool do_hello)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };

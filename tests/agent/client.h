@@ -25,6 +25,8 @@ struct client {
 void client_start(struct client *c);
 /* Start it on a Unix socket in c->dir (--unix) and connect, HELLO done. */
 void client_start_unix(struct client *c);
+/* client_start with the agent given --defaults: a file in c->dir holding text. */
+void client_start_defaults(struct client *c, const char *text);
 /* Another connection to a --unix agent; hello: do the HELLO. Returns the fd. */
 int client_connect(struct client *c, bool hello);
 /* Close the connection, stop the agent, remove c->dir. */

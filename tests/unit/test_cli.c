@@ -375,3 +375,48 @@ Test(guest_files, default_guest_from_env)
 	rmdir(dir);
 	unsetenv("MAYFLY_GUEST_DIR");
 }
+
+/* --rootfs agent|minimal|PATH: the names find the default guest's images, the
+ * default is the agent image once built, a path is kept as given. */
+Test(guest_files, rootfs_names_and_default)
+{
+	char dir[] = "/tmp/mayfly-guest-XXXXXX", err[256], path[4096];
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("MAYFLY_GUEST_DIR", dir, 1);
+	touch(dir, "rootfs.ext4");
+	/* No agent image yet: naming it fails with how to build it... */
+	cr_assert_eq(PARSE(CLI_RUN, err, "--rootfs", "agent", "true"), CLI_OK);
+	cr_assert_eq(guest_files_rootfs(&c.vm, true, err, sizeof(err)), -ENOENT);
+	cr_assert_not_null(strstr(err, "tools/build-guest --agent"), "%s", err);
+	/* ...and the default is the minimal one. */
+	cr_assert_eq(PARSE(CLI_RUN, err, "true"), CLI_OK);
+	cr_assert_eq(guest_files_rootfs(&c.vm, true, err, sizeof(err)), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/rootfs.ext4", dir);
+	cr_assert_str_eq(c.vm.rootfs, path);
+	/* Once built, the agent image is the default; minimal still names the other. */
+	touch(dir, "agent.ext4");
+	cr_assert_eq(PARSE(CLI_RUN, err, "true"), CLI_OK);
+	cr_assert_eq(guest_files_rootfs(&c.vm, true, err, sizeof(err)), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/agent.ext4", dir);
+	cr_assert_str_eq(c.vm.rootfs, path);
+	cr_assert_eq(PARSE(CLI_RUN, err, "--rootfs", "minimal", "true"), CLI_OK);
+	cr_assert_eq(guest_files_rootfs(&c.vm, true, err, sizeof(err)), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/rootfs.ext4", dir);
+	cr_assert_str_eq(c.vm.rootfs, path);
+	/* A path is a path; boot resolves names but picks no default root. */
+	cr_assert_eq(PARSE(CLI_RUN, err, "--rootfs", "./agent", "true"), CLI_OK);
+	cr_assert_eq(guest_files_rootfs(&c.vm, true, err, sizeof(err)), 0);
+	cr_assert_str_eq(c.vm.rootfs, "./agent");
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k"), CLI_OK);
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0);
+	cr_assert_str_eq(c.vm.rootfs, "");
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--kernel", "k", "--rootfs", "agent"), CLI_OK);
+	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/agent.ext4", dir);
+	cr_assert_str_eq(c.vm.rootfs, path);
+	rm(dir, "agent.ext4");
+	rm(dir, "rootfs.ext4");
+	rmdir(dir);
+	unsetenv("MAYFLY_GUEST_DIR");
+}

@@ -170,10 +170,8 @@ int snapshot_vm_config(struct vm_config *vm, int verbose)
 {
 	char err[256];
 
-	if (!vm->rootfs[0] && guest_files_find("rootfs.ext4", vm->rootfs, sizeof(vm->rootfs))) {
-		vm->rootfs[0] = '\0';
-		log_say("no --rootfs given and no default rootfs.ext4 found "
-			"(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
+	if (guest_files_rootfs(vm, true, err, sizeof(err))) {
+		log_say("%s", err);
 		return RUN_EXIT_MAYFLY;
 	}
 	vm->vsock = true;

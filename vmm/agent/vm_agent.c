@@ -97,8 +97,11 @@ static void *agent_thread(void *arg)
 		seccomp_enter(va->saves_snapshot ? SECCOMP_ROLE_SNAPSHOT : SECCOMP_ROLE_AGENT);
 	if (!wait_guest_init(va))
 		return NULL;
+	/* From the VM's build, not the process's start: making the default snapshot
+	 * first (hashing a root image of hundreds of MiB, a cold boot) is not this
+	 * VM's boot. */
 	rc = agent_client_connect(&va->client, dial_vm, &va->vm, PROTO_AGENT_PORT,
-				  va->start_ns + VM_AGENT_BOOT_TIMEOUT_S * NS, va->cancel_fd, &why);
+				  va->built_ns + VM_AGENT_BOOT_TIMEOUT_S * NS, va->cancel_fd, &why);
 	if (!rc && va->vm.snap)
 		rc = vm_agent_freshen(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
 	if (rc) {
