@@ -164,8 +164,12 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 				continue;
 			}
 			for (int s = 0; s < 2; s++) {
-				pfd[n] = (struct pollfd){ .fd = pairs[i].fd[s],
-							  .events = pair_events(&pairs[i], s) };
+				short ev = pair_events(&pairs[i], s);
+
+				/* Nothing wanted: not polled at all, or a hang-up poll
+				 * always reports would spin the loop until the other
+				 * side drains. */
+				pfd[n] = (struct pollfd){ .fd = ev ? pairs[i].fd[s] : -1, .events = ev };
 				slot_of[n++] = i;
 			}
 		}
