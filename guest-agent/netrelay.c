@@ -67,7 +67,9 @@ static void pair_close(struct pair *p)
 	p->fd[0] = p->fd[1] = -1;
 }
 
-/* Move what can move; false when the pair is done (or broken). */
+/* Move what can move; false when the pair is done. A side that fails
+ * ends only its direction: the other still delivers what it has (the
+ * host's refusal reaches a client that is still sending). */
 static bool pair_pump(struct pair *p, const short *revents)
 {
 	for (int i = 0; i < 2; i++) {
@@ -78,19 +80,21 @@ static bool pair_pump(struct pair *p, const short *revents)
 			ssize_t n = recv(p->fd[i], p->buf[i] + p->off[i] + p->len[i],
 					 RELAY_BUF - p->off[i] - p->len[i], MSG_DONTWAIT);
 
-			if (n == 0)
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 				p->eof[i] = true;
 			else if (n > 0)
 				p->len[i] += (size_t)n;
-			else if (errno != EAGAIN && errno != EINTR)
-				return false;
 		}
 		if (p->len[i]) {
 			ssize_t n = send(p->fd[o], p->buf[i] + p->off[i], p->len[i],
 					 MSG_DONTWAIT | MSG_NOSIGNAL);
 
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return false;
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* fd[o] takes nothing more: drop this direction. */
+				p->len[i] = 0;
+				p->eof[i] = true;
+				p->shut[o] = true;
+			}
 			if (n > 0) {
 				p->off[i] += (size_t)n;
 				p->len[i] -= (size_t)n;

@@ -189,3 +189,54 @@ Test(net, bad_requests)
 	client_send(&c, w);
 	client_expect_error(&c, 7, EPROTO);
 }
+
+Test(net, the_hosts_refusal_reaches_a_client_still_sending)
+{
+	static char big[1 << 20];
+	static const char ans[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n\r\nmayfly: long\n";
+	char buf[8192], got[512] = "";
+	size_t sent = 0, have = 0;
+	int cl, hs;
+
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	cl = dial();
+	cr_assert_geq(cl, 0);
+	memcpy(big, "CONNECT ", 8);
+	memset(big + 8, 'a', sizeof(big) - 8);
+	hs = accept(host, NULL, NULL);
+	cr_assert_geq(hs, 0);
+	/* The host reads a little, refuses, closes; the client is still sending. */
+	while (sent < sizeof(buf)) {
+		ssize_t n = send(cl, big + sent, sizeof(big) - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			sent += (size_t)n;
+		cr_assert_gt(recv_wait(hs, buf, sizeof(buf)), 0);
+	}
+	cr_assert_eq(send(hs, ans, sizeof(ans) - 1, 0), (ssize_t)sizeof(ans) - 1);
+	close(hs);
+	for (int i = 0; i < 200 && sent < sizeof(big); i++) {
+		ssize_t n = send(cl, big + sent, sizeof(big) - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			sent += (size_t)n;
+		else if (errno != EAGAIN)
+			break;
+		usleep(1000);
+	}
+	for (;;) {
+		struct pollfd p = { .fd = cl, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) != 1)
+			break;
+		n = recv(cl, got + have, sizeof(got) - 1 - have, 0);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	got[have] = '\0';
+	cr_assert_str_eq(got, ans);
+	close(cl);
+}
