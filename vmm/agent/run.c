@@ -420,6 +420,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	/* The broker before the jail and the filters: it keeps the host's network. */
 	if (!code && net_run_start(&ctx->net, &c->net, c->jail.uid, c->jail.gid))
 		code = RUN_EXIT_MAYFLY;
+	ctx->net.audit_log = ctx->gate.audit;
 	ctx->va.net = &ctx->net;
 	/* The approver runs `sh -c CMD` on the host for each call, from the
 	 * VM's agent thread: a jailed VM process has no host to run it on. */

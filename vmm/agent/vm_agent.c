@@ -174,6 +174,8 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	}
 	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
 	thread_block_stop_signals();
+	if (va->net && net_run_audit(va->net, va->unconfined))
+		return EXIT_INTERNAL;
 	if (pthread_create(&thread, NULL, agent_thread, va)) {
 		log_error("cannot start the agent thread");
 		return EXIT_INTERNAL;

@@ -40,8 +40,23 @@ int net_run_attach(struct net_run *n, struct vm *vm)
 	vm->vsock->net_port = NET_VSOCK_PORT;
 	vm->vsock->net_opaque = &n->proxy;
 	vm->vsock->net_accept = net_proxy_accept;
+	n->proxy.record = net_audit_record;
+	n->proxy.admit = net_audit_admit;
+	n->proxy.record_opaque = &n->audit;
 	n->attached = true;
 	return 0;
+}
+
+int net_run_audit(struct net_run *n, bool unconfined)
+{
+	int rc;
+
+	if (!n->attached || !n->audit_log)
+		return 0;
+	rc = net_audit_start(&n->audit, n->audit_log, n->proxy.vm_id, unconfined);
+	if (rc)
+		log_say("--allow-net: cannot start the audit writer: %s", strerror(-rc));
+	return rc;
 }
 
 void net_run_stop(struct net_run *n)
@@ -49,7 +64,8 @@ void net_run_stop(struct net_run *n)
 	if (!n->policy)
 		return;   /* never started (or zeroed): nothing of ours to close */
 	if (n->attached)
-		net_proxy_destroy(&n->proxy);
+		net_proxy_destroy(&n->proxy);   /* the last records */
 	n->attached = false;
+	net_audit_stop(&n->audit);
 	net_broker_stop(&n->broker);
 }

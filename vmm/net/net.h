@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "net/broker.h"
+#include "net/net_audit.h"
 #include "net/proxy.h"
 #include "net/rules.h"
 
@@ -16,6 +17,9 @@ struct net_run {
 	struct net_broker broker;
 	struct net_proxy proxy;
 	bool attached;
+	/* --audit: set after net_run_start; a record per attempt. */
+	struct audit_log *audit_log;
+	struct net_audit audit;
 };
 
 /* Whether the policy gives the guest any network. */
@@ -31,6 +35,11 @@ int net_run_start(struct net_run *n, const struct net_policy *p, uid_t uid, gid_
  * the proxy. A no-op without rules. 0, or -errno after one line (-ENODEV:
  * the VM has no vsock device, so no agent to serve the guest's proxy). */
 int net_run_attach(struct net_run *n, struct vm *vm) __attribute__((warn_unused_result));
+
+/* After the jail, before the VM's threads (stop signals blocked): with
+ * rules and an audit log, start the writer of the connection records.
+ * 0, or -errno after one line. */
+int net_run_audit(struct net_run *n, bool unconfined) __attribute__((warn_unused_result));
 
 /* After vm_run (the I/O thread stopped) or instead of it: close every
  * proxied connection, stop and reap the broker. Safe when nothing started. */

@@ -494,6 +494,12 @@ int net_proxy_accept(void *opaque)
 	struct net_conn *c;
 	int sv[2];
 
+	if (px->admit && !px->admit(px->record_opaque, px->nr_conns)) {
+		log_limited(&px->lim_cap, LOG_WARN, "net: the audit log is behind or failed: the "
+			    "guest's connection is refused");
+		px->refused++;
+		return -EAGAIN;
+	}
 	if (px->nr_conns >= px->max_conns) {
 		log_limited(&px->lim_cap, LOG_WARN, "net: %u proxied connections open: the guest's "
 			    "next one is refused", px->max_conns);

@@ -48,6 +48,9 @@ struct net_proxy {
 	/* Each attempt's outcome, besides the log (the audit log); may be NULL.
 	 * Called on the I/O thread. */
 	void (*record)(void *opaque, const struct net_outcome *o);
+	/* Whether a new connection may open, `open` being open already (the
+	 * audit log keeps room for each one's record); NULL: always. */
+	bool (*admit)(void *opaque, unsigned open);
 	void *record_opaque;
 	struct log_limit lim_allow, lim_refuse, lim_cap;
 };
