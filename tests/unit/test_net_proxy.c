@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +84,12 @@ static void setup(void)
 	px.record = record;
 }
 
+static bool started;
+
 static void start(void)
 {
 	cr_assert_eq(pthread_create(&broker, NULL, serve, NULL), 0);
+	started = true;
 }
 
 static void teardown(void)
@@ -93,8 +97,11 @@ static void teardown(void)
 	net_proxy_destroy(&px);
 	event_loop_destroy(&loop);
 	close(bsv[0]);
-	pthread_join(broker, NULL);
-	close(bsv[1]);
+	if (started)
+		pthread_join(broker, NULL);
+	started = false;
+	if (bsv[1] >= 0)
+		close(bsv[1]);
 	close(listener);
 }
 
@@ -451,4 +458,32 @@ Test(net_proxy, the_sandbox_byte_cap_closes_connections, .init = setup, .fini = 
 	spin(100);
 	cr_assert_eq(px.nr_conns, 0);
 	close(fd);
+}
+
+Test(net_proxy, a_broker_gone_refuses_every_waiting_connection, .init = setup, .fini = teardown)
+{
+	char head[128], buf[1024];
+	int fds[3];
+
+	rule("127.0.0.1");
+	snprintf(head, sizeof(head), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", port);
+	/* No broker answers: three connections wait for it. */
+	for (int i = 0; i < 3; i++)
+		fds[i] = guest_connect(head);
+	spin(50);
+	cr_assert_eq(px.nr_conns, 3);
+	close(bsv[1]);
+	bsv[1] = -1;
+	for (int i = 0; i < 3; i++) {
+		read_all(fds[i], buf, sizeof(buf));
+		cr_assert(strstr(buf, "503") && strstr(buf, "broker is gone"), "%s", buf);
+		close(fds[i]);
+	}
+	spin(20);
+	cr_assert_eq(px.nr_conns, 0);
+	/* Later ones too. */
+	fds[0] = guest_connect(head);
+	read_all(fds[0], buf, sizeof(buf));
+	close(fds[0]);
+	cr_assert(strstr(buf, "503"), "%s", buf);
 }

@@ -287,11 +287,14 @@ static void broker_event(void *opaque, uint32_t events)
 			/* The broker is gone: no connection will ever come. */
 			log_limited(&px->lim_cap, LOG_WARN, "net: the network broker is gone");
 			event_loop_del(px->loop, px->broker_fd);
-			for (c = px->conns; c; c = c->next)
-				if (c->state == NC_BROKER) {
-					refuse(c, 503, "the network broker is gone");
-					break;   /* refuse may free: the next event takes the rest */
-				}
+			for (;;) {
+				for (c = px->conns; c && c->state != NC_BROKER; c = c->next)
+					;
+				if (!c)
+					break;
+				/* It leaves NC_BROKER (and may be freed): start over. */
+				refuse(c, 503, "the network broker is gone");
+			}
 			return;
 		}
 		if (rc)
