@@ -141,6 +141,8 @@ static void refuse(struct net_conn *c, int status, const char *reason)
 	close_fd(c->px, &c->tfd, &c->tev);
 	c->state = NC_REFUSING;
 	c->down_off = 0;
+	c->up_off = c->up_len = 0;
+	c->bytes_up = 0;        /* from here: bytes dropped while lingering */
 	n = snprintf((char *)c->down, NET_RELAY_BUF, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 		     "Connection: close\r\nX-Mayfly-Refused: 1\r\n\r\nmayfly: %s\n", status, text,
 		     reason);
@@ -405,6 +407,31 @@ static bool check_hello(struct net_conn *c)
 	return false;
 }
 
+/* NC_REFUSING: the refusal written, the write side shut; what the client
+ * still sends is read and dropped until it closes (a close with its bytes
+ * unread would reset the guest's connection, and the refusal with it), at
+ * most NET_LINGER_MAX bytes. True when the connection is gone. */
+static bool linger(struct net_conn *c)
+{
+	for (int i = 0; i < 16 && !c->g_eof; i++) {
+		ssize_t n = recv(c->gfd, c->up, NET_RELAY_BUF, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n <= 0 || (c->bytes_up += (uint64_t)n) > NET_LINGER_MAX)
+			c->g_eof = true;
+	}
+	if (!c->down_len && !c->g_shut) {
+		shutdown(c->gfd, SHUT_WR);
+		c->g_shut = true;
+	}
+	if (c->g_eof && !c->down_len) {
+		conn_free(c);
+		return true;
+	}
+	return false;
+}
+
 static void conn_pump(struct net_conn *c)
 {
 	uint32_t gwant = 0, twant = 0;
@@ -415,10 +442,8 @@ static void conn_pump(struct net_conn *c)
 		if (rc)
 			break;
 		if (c->state == NC_REFUSING) {
-			if (!c->down_len) {
-				conn_free(c);
+			if (linger(c))
 				return;
-			}
 			break;
 		}
 		if (c->state == NC_HELLO) {
@@ -469,7 +494,7 @@ static void conn_pump(struct net_conn *c)
 			twant |= EPOLLIN;
 		if (c->up_len)
 			twant |= EPOLLOUT;
-	} else if (c->state == NC_HEAD || c->state == NC_HELLO) {
+	} else if (c->state == NC_HEAD || c->state == NC_HELLO || c->state == NC_REFUSING) {
 		gwant |= EPOLLIN;
 	}
 	if (c->down_len)

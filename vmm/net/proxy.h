@@ -15,6 +15,7 @@
 #define NET_MAX_CONNS      64          /* open proxied connections per sandbox */
 #define NET_MAX_BYTES      (16ULL << 30)   /* bytes each way per sandbox, all connections */
 #define NET_RELAY_BUF      (64 * 1024) /* per direction and connection, as vsock's packets */
+#define NET_LINGER_MAX     (4u << 20)  /* a refused client's bytes read and dropped, at most */
 
 /* What one connection attempt came to: the log line and the audit record. */
 struct net_outcome {
