@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -203,6 +205,23 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 	}
 }
 
+/* lo up: the guest's init leaves it down, and 127.0.0.1 exists only on an
+ * interface that is up. Best effort: already up (host tests) is fine. */
+static void lo_up(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			agent_log("NET: cannot bring lo up: %m");
+	}
+	close(fd);
+}
+
 /* The proxy's listener, 127.0.0.1 only: nothing outside the VM reaches it
  * (there is no other interface anyway). */
 static int listen_local(unsigned port)
@@ -245,6 +264,7 @@ int net_request(struct conn *c, const struct proto_frame *f)
 	if (!listen_port || listen_port > 65535 || !host_port)
 		return conn_send_error(c, f->id, EINVAL, "NET: port out of range");
 	net_stop(a);
+	lo_up();
 	lfd = listen_local(listen_port);
 	if (lfd < 0)
 		return conn_send_error(c, f->id, -lfd, "NET: listen on 127.0.0.1:%u: %s",
