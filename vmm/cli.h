@@ -9,7 +9,7 @@
 #include "agent/run_opts.h"
 #include "jail/jail.h"
 
-enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_NR_CMDS };
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_SERVE, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 
@@ -31,6 +31,10 @@ struct cli {
 	int nsetup;
 	const char *out;           /* snapshot create: --out DIR */
 	const char *audit_head;    /* audit verify: --head HASH */
+	struct {                   /* mayfly serve */
+		const char *socket, *listen, *tokens, *state;
+		unsigned pool, max_sandboxes;
+	} serve;
 };
 
 enum cli_result {
