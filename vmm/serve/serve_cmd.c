@@ -27,9 +27,9 @@
 
 #define SERVE_DRAIN_GRACE_MS 10000
 #define SERVE_TICK_MS        250
-/* STATE/sb/<16 hex>/vsock, plus the "_PORT" and ".ctl" sockets beside it,
- * must fit a Unix socket's 107 bytes. */
-#define SERVE_STATE_MAX      (CONFIG_VSOCK_PATH_MAX - 4 - 16 - 6 - 12)
+/* STATE/sb/<16 hex>/vm/vsock, plus the "_PORT" and ".ctl" sockets beside
+ * it, must fit a Unix socket's 107 bytes. */
+#define SERVE_STATE_MAX      (CONFIG_VSOCK_PATH_MAX - 4 - 16 - 9 - 12)
 
 struct serve_ctx {
 	struct service svc;

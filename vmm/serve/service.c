@@ -109,7 +109,7 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 static int start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		    char *err, size_t errlen)
 {
-	char *argv[32 + SERVICE_MAX_EXTRA_ARGS], log[CONFIG_PATH_MAX + 8];
+	char *argv[32 + SERVICE_MAX_EXTRA_ARGS], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
 	char cpus[16], mem[24], quota[24];
 	struct agent_client *c = calloc(1, sizeof(*c));
 	const char *why = "";
@@ -147,8 +147,10 @@ static int start_vm(struct service *svc, struct sandbox *sb, const struct api_cr
 		argv[argc++] = svc->cfg.extra[i];
 	argv[argc] = NULL;
 	snprintf(log, sizeof(log), "%s/log", sb->dir);
-	if (mkdir(sb->dir, 0700) < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", sb->dir, strerror(errno));
+	snprintf(vmdir, sizeof(vmdir), "%s/vm", sb->dir);
+	if (mkdir(sb->dir, 0700) < 0 || mkdir(vmdir, 0700) < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", vmdir, strerror(errno));
+		registry_remove_tree(sb->dir);
 		free(c);
 		return 500;
 	}
@@ -200,7 +202,9 @@ static struct sandbox *new_sandbox(struct service *svc)
 		return NULL;
 	new_id(sb->id);
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sb/%s", svc->cfg.state, sb->id);
-	snprintf(sb->vsock, sizeof(sb->vsock), "%s/sb/%s/vsock", svc->cfg.state, sb->id);
+	/* The VM's sockets in a directory of their own: the jail bind-mounts
+	 * the socket's directory, and the record and the log stay outside. */
+	snprintf(sb->vsock, sizeof(sb->vsock), "%s/sb/%s/vm/vsock", svc->cfg.state, sb->id);
 	sb->created = (int64_t)time(NULL);
 	sb->created_ns = sb->last_used_ns = clock_now_ns();
 	snprintf(sb->rec.template, sizeof(sb->rec.template), "%s", svc->cfg.tmpl.id);
