@@ -38,7 +38,7 @@ expect() {
 	fi
 }
 
-echo "1..47"
+echo "1..52"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -91,6 +91,13 @@ expect "run --audit to a FIFO" 125 "cannot open the audit log" -- "$mayfly" run 
 expect "run --approve-timeout without --approve" 125 "goes with --approve" -- "$mayfly" run --approve-timeout 5 -- true
 expect "run --approve-timeout 0" 125 "bad --approve-timeout '0'" -- "$mayfly" run --approve true --approve-timeout 0 -- true
 expect "mcp with a stray argument" 125 "unexpected argument 'stray'" -- "$mayfly" mcp stray
+printf 'alice 0123456789abcdef0123\n' > "$tmp/tokens"
+chmod 600 "$tmp/tokens"
+expect "serve --listen without --tokens" 2 "needs --tokens" -- "$mayfly" serve --listen 127.0.0.1:8080
+expect "serve --socket with --listen" 2 "exclude each other" -- "$mayfly" serve --socket "$tmp/s" --listen 127.0.0.1:1
+expect "serve with a missing token file" 2 "cannot open token file" -- "$mayfly" serve --tokens "$tmp/nope"
+expect "serve with an empty token file" 2 "no token" -- "$mayfly" serve --tokens "$tmp/kvm-root-only"
+expect "serve --listen off loopback" 2 "only a loopback address" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --tokens "$tmp/tokens" --listen 0.0.0.0:8080
 expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"

@@ -202,7 +202,7 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	}
 	if (fd < 0) {
 		log_say("serve: %s", err);
-		return RUN_EXIT_MAYFLY;
+		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
 	}
 	x->http = (struct http_server){
 		.listen_fd = fd, .svc = &x->svc, .tokens = c->serve.tokens ? &x->tokens : NULL,
