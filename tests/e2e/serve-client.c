@@ -19,10 +19,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static int write_all(int fd, const char *p, size_t n)
+/* To the socket with send(MSG_NOSIGNAL): no SIGPIPE when the service
+ * answered early (413) and closed; to a file with write. */
+static int write_all(int fd, const char *p, size_t n, bool sock)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -105,7 +107,7 @@ int main(int argc, char **argv)
 				       ctype ? ctype : "application/json", blen);
 	hl += (size_t)snprintf(head + hl, sizeof(head) - hl, "\r\n");
 	/* The service may answer (413) before it read the whole body. */
-	if (write_all(fd, head, hl) || (blen && write_all(fd, body, blen) && errno != EPIPE &&
+	if (write_all(fd, head, hl, true) || (blen && write_all(fd, body, blen, true) && errno != EPIPE &&
 					errno != ECONNRESET))
 		fprintf(stderr, "serve-client: write: %s\n", strerror(errno));
 	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -128,14 +130,17 @@ int main(int argc, char **argv)
 			*end = '\0';
 			if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
 				break;
-			if (hf)
+			if (hf) {
+				/* Now: a test waits for a header of a reply still streaming. */
 				fprintf(hf, "%s\n", buf);
+				fflush(hf);
+			}
 			in_body = true;
 			n = (ssize_t)(got - (size_t)(end + 4 - buf));
 			memmove(buf, end + 4, (size_t)n);
 			got = (size_t)n;
 		}
-		if (write_all(ofd, buf, got))
+		if (write_all(ofd, buf, got, false))
 			break;
 		got = 0;
 	}

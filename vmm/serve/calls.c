@@ -370,8 +370,8 @@ static void file_call(struct service *svc, struct sandbox *sb, const char *calle
 	gate_for(&g, svc, sb, caller);
 	if (call && op)
 		json_object_set_new(call, "op", json_string(op));
+	/* A failure is counted by its cause where its HTTP error is sent. */
 	if (ask(&g, call, &t0, r)) {
-		metrics_fail(&svc->metrics, r->status == 403 ? F_REFUSED : F_INTERNAL);
 		json_decref(call);
 		return;
 	}
@@ -393,12 +393,8 @@ static void file_call(struct service *svc, struct sandbox *sb, const char *calle
 		agent_client_close(fc.c);
 	}
 	free(fc.c);
-	if (gate_record_file(&g, call, t0, rc, fc.why, &fc.st, fc.why, sizeof(fc.why))) {
+	if (gate_record_file(&g, call, t0, rc, fc.why, &fc.st, fc.why, sizeof(fc.why)))
 		result(r, 500, "audit", "%s", fc.why);
-		metrics_fail(&svc->metrics, F_INTERNAL);
-	} else if (rc) {
-		metrics_fail(&svc->metrics, F_AGENT);
-	}
 	json_decref(call);
 }
 
