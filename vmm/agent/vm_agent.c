@@ -1,6 +1,7 @@
 /* vm_agent.c - a VM in this process, driven through its guest agent by a job on a second thread. */
 #include "agent/vm_agent.h"
 #include "agent/session.h"
+#include "control/ctl_server.h"
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
@@ -136,6 +137,8 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	va->built_ns = clock_now_ns();
 	if (!code && va->jail)
 		code = jail_enter(va->jail, cfg);
+	if (!code && va->ctl && ctl_server_start(va->ctl, &va->vm))
+		code = EXIT_INTERNAL;
 	if (code)
 		return code;
 	va->built = true;
