@@ -23,7 +23,8 @@
 #define GONE_WAIT_MS   (30 * 1000)    /* the VM process and its jail after a commit */
 
 struct job {
-	const char *vsock, *out;
+	const char *vsock;
+	char out[CONFIG_PATH_MAX];
 	char ctl[128];
 	char tmp[CONFIG_PATH_MAX + 32];
 	bool tmp_made;
@@ -257,7 +258,13 @@ int cmd_ctl(struct cli *c, int argc, char **argv, bool fork)
 		return code;
 	log_init(c->vm.id, c->vm.log_level);
 	j.vsock = c->run.vsock;
-	j.out = c->out;
+	/* DIR/ names DIR: the temporary directory goes beside it, not in it. */
+	if (snprintf(j.out, sizeof(j.out), "%s", c->out) >= (int)sizeof(j.out)) {
+		log_say("--out path too long");
+		return CTL_EXIT_USAGE;
+	}
+	for (size_t len = strlen(j.out); len > 1 && j.out[len - 1] == '/'; len--)
+		j.out[len - 1] = '\0';
 	rc = check_out(j.out);
 	if (rc) {
 		log_say(rc == -EEXIST ? "'%s' exists and is not an empty directory" :

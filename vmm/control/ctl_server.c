@@ -28,6 +28,7 @@
 #define REQUEST_WAIT_MS 10000    /* a client says what it wants at once */
 #define COMMIT_WAIT_MS  120000   /* a paused VM waits this long for the rename */
 #define AGENT_WAIT_S    10
+#define HOLD_PATIENCE_MS 500     /* a finished call's connection closing */
 #define IDLE_WAIT_MS    15000    /* a closing connection may linger (VSOCK_LINGER_MS) */
 #define NS              1000000000ULL
 
@@ -174,6 +175,20 @@ static int ensure_ids(struct ctl_server *s, const char **why)
 	return rc;
 }
 
+/* No new host client gets in, and none is in the middle of a call. A
+ * client that just hung up (its call over) is only seen closed once the
+ * I/O thread has read its end: give that a moment before calling it busy. */
+static int hold_door(struct ctl_server *s)
+{
+	int rc = virtio_vsock_hold(s->vm->vsock);
+
+	for (int waited = 0; rc == -EBUSY && waited < HOLD_PATIENCE_MS; waited += 10) {
+		poll(NULL, 0, 10);
+		rc = virtio_vsock_hold(s->vm->vsock);
+	}
+	return rc;
+}
+
 /* The agent syncs and drops its connections (ours last), and the device
  * holds none: nothing in flight. */
 static int quiesce(struct ctl_server *s, bool *reached, const char **why)
@@ -258,14 +273,14 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 	struct snapshot_files f;
 	struct snap_writer w;
 	const char *why = "";
-	bool reached;
+	bool reached, running;
 	int rc = ensure_ids(s, &why);
 
 	if (rc) {
 		reply(fd, &r, CTL_ST_FAILED, "%s", why);
 		return false;
 	}
-	if (virtio_vsock_hold(s->vm->vsock)) {
+	if (hold_door(s)) {
 		reply(fd, &r, CTL_ST_BUSY, "a call is in flight (a connection to the guest is "
 		      "open): try again once it ends");
 		return false;
@@ -277,6 +292,7 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 		return false;
 	}
 	if (vm_pause(s->vm)) {
+		virtio_vsock_release(s->vm->vsock);
 		reply(fd, &r, CTL_ST_FAILED, "the VM ended");
 		return false;
 	}
@@ -285,19 +301,20 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 	f = s->ids;
 	snap_writer_init(&w);
 	rc = vm_snapshot_capture(s->vm, fds, &w, &f, &st, &why);
-	if (rc || req->op == CTL_OP_FORK) {
-		r.paused_us = (clock_now_ns() - t_paused) / 1000;
+	/* What a fork's guest waits for: memory and overlay copied. */
+	r.paused_us = (clock_now_ns() - t_paused) / 1000;
+	running = rc || req->op == CTL_OP_FORK;
+	if (running)
 		go_on(s, true);
-	}
 	if (!rc)
 		rc = vm_snapshot_finish(&w, fds, &f, &st, &why);
 	snap_writer_free(&w);
-	if (rc && req->op == CTL_OP_PAUSE && !r.paused_us) {
-		r.paused_us = (clock_now_ns() - t_paused) / 1000;
+	if (rc && !running)
 		go_on(s, true);
-	}
-	if (!r.paused_us)
-		r.paused_us = (clock_now_ns() - t_paused) / 1000;
+	log_info("control socket: %s: quiesced in %.1f ms, memory and overlay in %.1f ms, "
+		 "hashed and state written in %.1f ms", req->op == CTL_OP_FORK ? "fork" : "pause",
+		 (double)(t_paused - t0) / 1e6, (double)r.paused_us / 1e3,
+		 (double)(clock_now_ns() - t_paused) / 1e6 - (double)r.paused_us / 1e3);
 	r.flags = f.has_overlay ? CTL_FLAG_OVERLAY : 0;
 	r.memory_bytes = st.memory_bytes;
 	r.overlay_bytes = st.overlay_bytes;
@@ -315,6 +332,7 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 		log_warn("control socket: the pause was not committed: the VM goes on");
 		return false;
 	}
+	log_say("paused into '%s'", req->dir);
 	vm_stop(s->vm, 0, "paused into '%s'", req->dir);
 	return true;
 }

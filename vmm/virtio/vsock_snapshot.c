@@ -39,7 +39,7 @@ int virtio_vsock_hold(struct virtio_vsock *v)
 	busy += waiting;
 	/* Accepting happens under this lock: once set, no client gets in. */
 	if (!busy)
-		v->held = true;
+		v->held++;
 	pthread_mutex_unlock(&v->mmio.lock);
 	return busy ? -EBUSY : 0;
 }
@@ -47,7 +47,8 @@ int virtio_vsock_hold(struct virtio_vsock *v)
 void virtio_vsock_release(struct virtio_vsock *v)
 {
 	pthread_mutex_lock(&v->mmio.lock);
-	v->held = false;
+	if (v->held)
+		v->held--;
 	pthread_mutex_unlock(&v->mmio.lock);
 	/* The I/O thread watches the listener again (vsock_wake_event). */
 	vsock_wake_io(v);
