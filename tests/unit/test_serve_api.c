@@ -26,6 +26,9 @@ Test(serve_api, each_route_is_found_with_its_id)
 		{ "GET", "/sandboxes/ab12/files/list", API_FILE_LIST },
 		{ "GET", "/sandboxes/ab12/files/stat", API_FILE_STAT },
 		{ "POST", "/sandboxes/ab12/files/mkdir", API_MKDIR },
+		{ "POST", "/sandboxes/ab12/pause", API_PAUSE },
+		{ "POST", "/sandboxes/ab12/resume", API_RESUME },
+		{ "POST", "/sandboxes/ab12/fork", API_FORK },
 	};
 	struct api_match m;
 
@@ -200,4 +203,21 @@ Test(serve_api, guest_paths_must_be_absolute)
 	cr_assert_eq(mkdir_body("{\"path\":\"/a\",\"parents\":1}", path, sizeof(path), &parents,
 				err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "\"parents\""), "%s", err);
+}
+
+Test(serve_api, fork_takes_a_bounded_count)
+{
+	char err[200];
+	unsigned n;
+
+	cr_assert_eq(api_parse_fork(NULL, 0, 16, &n, err, sizeof(err)), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(api_parse_fork("{\"count\":16}", 12, 16, &n, err, sizeof(err)), 0);
+	cr_assert_eq(n, 16);
+	cr_assert_eq(api_parse_fork("{\"count\":17}", 12, 16, &n, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "\"count\""), "%s", err);
+	cr_assert_eq(api_parse_fork("{\"count\":0}", 11, 16, &n, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(api_parse_fork("{\"n\":2}", 7, 16, &n, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(api_route("GET", "/sandboxes/ab12/pause", &(struct api_match){ 0 },
+			       &(const char *){ NULL }), 405);
 }

@@ -16,7 +16,8 @@ static const char *const names[API_NR_ROUTES] = {
 	[API_LIST] = "list", [API_GET] = "get", [API_DELETE] = "delete", [API_EXEC] = "exec",
 	[API_SIGNAL] = "signal", [API_FILE_PUT] = "file_put", [API_FILE_GET] = "file_get",
 	[API_FILE_REMOVE] = "file_remove", [API_FILE_LIST] = "file_list",
-	[API_FILE_STAT] = "file_stat", [API_MKDIR] = "mkdir",
+	[API_FILE_STAT] = "file_stat", [API_MKDIR] = "mkdir", [API_PAUSE] = "pause",
+	[API_RESUME] = "resume", [API_FORK] = "fork",
 };
 
 const char *api_route_name(enum api_route r)
@@ -26,7 +27,8 @@ const char *api_route_name(enum api_route r)
 
 bool api_wants_json(enum api_route r)
 {
-	return r == API_CREATE || r == API_EXEC || r == API_SIGNAL || r == API_MKDIR;
+	return r == API_CREATE || r == API_EXEC || r == API_SIGNAL || r == API_MKDIR ||
+	       r == API_FORK;
 }
 
 /* A path's shape: its segments after /sandboxes/{id}, each with its
@@ -46,6 +48,9 @@ static const struct shape sandbox_shapes[] = {
 	{ "/files/list", { "GET" }, { API_FILE_LIST }, "GET" },
 	{ "/files/stat", { "GET" }, { API_FILE_STAT }, "GET" },
 	{ "/files/mkdir", { "POST" }, { API_MKDIR }, "POST" },
+	{ "/pause", { "POST" }, { API_PAUSE }, "POST" },
+	{ "/resume", { "POST" }, { API_RESUME }, "POST" },
+	{ "/fork", { "POST" }, { API_FORK }, "POST" },
 };
 
 static int pick(const struct shape *s, const char *method, struct api_match *m, const char **allow)
@@ -446,6 +451,22 @@ int api_parse_mkdir(const char *body, size_t len, char *path, size_t pathcap, bo
 		rc = 0;
 	}
 	json_decref(root);
+	return rc;
+}
+
+int api_parse_fork(const char *body, size_t len, unsigned max, unsigned *count, char *err,
+		   size_t errlen)
+{
+	static const char *const known[] = { "count", NULL };
+	json_t *root = object(body, len, known, err, errlen);
+	uint64_t n = 1;
+	int rc;
+
+	if (!root)
+		return -EINVAL;
+	rc = whole(root, "count", 1, max, &n, err, errlen);
+	json_decref(root);
+	*count = (unsigned)n;
 	return rc;
 }
 

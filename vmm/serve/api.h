@@ -18,6 +18,7 @@ enum api_route {
 	API_CREATE, API_LIST, API_GET, API_DELETE,
 	API_EXEC, API_SIGNAL,
 	API_FILE_PUT, API_FILE_GET, API_FILE_REMOVE, API_FILE_LIST, API_FILE_STAT, API_MKDIR,
+	API_PAUSE, API_RESUME, API_FORK,
 	API_NR_ROUTES,
 };
 
@@ -76,6 +77,10 @@ int api_parse_signal(const char *body, size_t len, int *signo, char *err, size_t
 /* {"path": "/abs", "parents": bool} */
 int api_parse_mkdir(const char *body, size_t len, char *path, size_t pathcap, bool *parents,
 		    char *err, size_t errlen);
+
+/* {"count": N}: 1..max (empty body: 1). */
+int api_parse_fork(const char *body, size_t len, unsigned max, unsigned *count, char *err,
+		   size_t errlen);
 
 /* A guest path from ?path=: absolute, 1..API_MAX_PATH bytes. 0 or -EINVAL
  * with err. */

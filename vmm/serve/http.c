@@ -2,6 +2,7 @@
 #include "serve/http.h"
 #include "serve/api.h"
 #include "serve/calls.h"
+#include "serve/live.h"
 #include "log.h"
 
 #include <arpa/inet.h>
@@ -261,6 +262,44 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 	return send_error(h, conn, 500, NULL, "internal: unrouted");
 }
 
+/* POST .../pause, .../resume (an explicit one; any call resumes too), .../fork. */
+static enum MHD_Result do_live(struct http_server *h, struct MHD_Connection *conn,
+			       struct request *rq)
+{
+	struct service *svc = h->svc;
+	struct sandbox *sb = NULL;
+	json_t *children = NULL;
+	unsigned count = 1;
+	char err[600];
+	enum MHD_Result ret;
+	int st;
+
+	if (rq->m.route == API_FORK &&
+	    api_parse_fork(rq->body, rq->len, LIVE_MAX_FORK, &count, err, sizeof(err)))
+		return send_error(h, conn, 400, NULL, err);
+	if (rq->m.route == API_PAUSE) {
+		st = service_begin_pause(svc, rq->m.id, &sb, err, sizeof(err));
+		if (!st)
+			st = live_pause(svc, sb, rq->caller, err, sizeof(err));
+	} else {
+		/* A paused sandbox is resumed by the get itself. */
+		st = service_get(svc, rq->m.id, &sb, err, sizeof(err));
+		if (!st && rq->m.route == API_FORK)
+			st = live_fork(svc, sb, rq->caller, count, &children, err, sizeof(err));
+	}
+	if (st == 0 || st == 201) {
+		ret = rq->m.route == API_FORK ?
+		      send_json(conn, 201, json_pack("{s:s, s:o}", "parent", sb->id, "sandboxes",
+						     children)) :
+		      send_json(conn, 200, service_sandbox_json(sb));
+	} else {
+		ret = send_error(h, conn, (unsigned)st, NULL, err);
+	}
+	if (sb)
+		service_put(svc, sb);
+	return ret;
+}
+
 static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *conn,
 				struct request *rq)
 {
@@ -309,6 +348,15 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 		return ret;
 	case API_LIST:
 		return send_json(conn, 200, json_pack("{s:o}", "sandboxes", service_list(svc)));
+	case API_GET: {
+		json_t *j = service_get_json(svc, rq->m.id);
+
+		if (!j) {
+			snprintf(err, sizeof(err), "no sandbox '%s'", rq->m.id);
+			return send_error(h, conn, 404, NULL, err);
+		}
+		return send_json(conn, 200, j);
+	}
 	case API_DELETE:
 		st = service_delete(svc, rq->m.id, err, sizeof(err));
 		if (st)
@@ -317,6 +365,10 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 						MHD_RESPMEM_PERSISTENT));
 	case API_EXEC:
 		return do_exec(h, conn, rq);
+	case API_PAUSE:
+	case API_RESUME:
+	case API_FORK:
+		return do_live(h, conn, rq);
 	default:
 		break;
 	}
@@ -325,9 +377,7 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	st = service_get(svc, rq->m.id, &sb, err, sizeof(err));
 	if (st)
 		return send_error(h, conn, (unsigned)st, NULL, err);
-	if (rq->m.route == API_GET) {
-		ret = send_json(conn, 200, service_sandbox_json(sb));
-	} else if (rq->m.route == API_SIGNAL) {
+	if (rq->m.route == API_SIGNAL) {
 		struct call_result r = { 0 };
 
 		calls_signal(svc, sb, rq->m.exec_id, signo, &r);

@@ -60,8 +60,8 @@ void metrics_request(struct metrics *m)
 
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)
 {
-	static const char *const states[] = { "starting", "running", "stopping", "exited" };
-	const unsigned counts[] = { g->starting, g->running, g->stopping, g->exited };
+	static const char *const states[] = { "starting", "running", "stopping", "exited", "paused" };
+	const unsigned counts[] = { g->starting, g->running, g->stopping, g->exited, g->paused };
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);

@@ -29,7 +29,7 @@ struct metrics {
 
 /* What the service is at the moment of a scrape. */
 struct metrics_gauges {
-	unsigned starting, running, stopping, exited;   /* sandboxes by state */
+	unsigned starting, running, stopping, exited, paused;   /* sandboxes by state */
 	unsigned pool_ready, pool_target;
 };
 

@@ -242,6 +242,9 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	DIR *d;
 
 	*killed = 0;
+	/* A fork's snapshot lives only until its children are restored. */
+	snprintf(sbdir, sizeof(sbdir), "%s/forks", state);
+	registry_remove_tree(sbdir);
 	snprintf(sbdir, sizeof(sbdir), "%s/sb", state);
 	d = opendir(sbdir);
 	if (!d)

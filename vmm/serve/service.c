@@ -1,5 +1,6 @@
 /* service.c - mayfly serve's sandboxes: each a supervised VM process restored from a template, kept in memory and on disk, with a warm pool per template. */
 #include "serve/service.h"
+#include "serve/live.h"
 #include "agent/client.h"
 #include "agent/vm_agent.h"
 #include "clock.h"
@@ -23,8 +24,14 @@
 
 static const char *const state_names[] = {
 	[SB_STARTING] = "starting", [SB_POOL] = "pool", [SB_RUNNING] = "running",
-	[SB_STOPPING] = "stopping", [SB_EXITED] = "exited",
+	[SB_STOPPING] = "stopping", [SB_EXITED] = "exited", [SB_PAUSING] = "pausing",
+	[SB_PAUSED] = "paused", [SB_RESUMING] = "resuming",
 };
+
+const char *service_state_name(enum sb_state st)
+{
+	return state_names[st];
+}
 
 static void new_id(char *id)
 {
@@ -41,7 +48,7 @@ static void new_id(char *id)
 }
 
 /* The last line of the VM process's log: why it did not start. */
-static void log_tail(const struct sandbox *sb, char *out, size_t len)
+void service_log_tail(const struct sandbox *sb, char *out, size_t len)
 {
 	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
 	ssize_t n;
@@ -73,6 +80,18 @@ static void log_tail(const struct sandbox *sb, char *out, size_t len)
 	out[n] = '\0';
 }
 
+static void record_of(struct sandbox *sb, const char *state);
+
+void service_record(struct sandbox *sb, const char *state)
+{
+	int rc;
+
+	record_of(sb, state);
+	rc = registry_write(sb->dir, &sb->rec);
+	if (rc)
+		log_warn("serve: cannot update %s's record: %s", sb->id, strerror(-rc));
+}
+
 static void record_of(struct sandbox *sb, const char *state)
 {
 	snprintf(sb->rec.id, sizeof(sb->rec.id), "%s", sb->id);
@@ -96,7 +115,7 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 {
 	int status;
 
-	if (sb->state != SB_EXITED)
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
 		supervise_stop(sb->pid, SUPERVISE_TERM_GRACE_MS, &status);
 	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
 	if (registry_remove_tree(sb->dir))
@@ -106,8 +125,8 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 
 /* Start sb's VM process and wait for its agent. 0, or an HTTP status
  * (500, 503) with err; nothing left on failure but sb itself. */
-static int start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
-		    char *err, size_t errlen)
+int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
+		     const char *snap, char *err, size_t errlen)
 {
 	char *argv[32 + SERVICE_MAX_EXTRA_ARGS], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
 	char cpus[16], mem[24], quota[24];
@@ -115,6 +134,7 @@ static int start_vm(struct service *svc, struct sandbox *sb, const struct api_cr
 	const char *why = "";
 	uint64_t t0 = clock_now_ns();
 	int argc = 0, rc, status;
+	bool fresh;
 
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
@@ -123,7 +143,7 @@ static int start_vm(struct service *svc, struct sandbox *sb, const struct api_cr
 	argv[argc++] = svc->cfg.exe;
 	argv[argc++] = "boot";
 	argv[argc++] = "--snapshot";
-	argv[argc++] = svc->cfg.tmpl.dir;
+	argv[argc++] = (char *)(snap ? snap : svc->cfg.tmpl.dir);
 	argv[argc++] = "--vsock";
 	argv[argc++] = sb->vsock;
 	argv[argc++] = "--id";
@@ -148,9 +168,12 @@ static int start_vm(struct service *svc, struct sandbox *sb, const struct api_cr
 	argv[argc] = NULL;
 	snprintf(log, sizeof(log), "%s/log", sb->dir);
 	snprintf(vmdir, sizeof(vmdir), "%s/vm", sb->dir);
-	if (mkdir(sb->dir, 0700) < 0 || mkdir(vmdir, 0700) < 0) {
+	/* A resume reuses the sandbox's directory (its paused snapshot is
+	 * there): only what this call made goes on a failure. */
+	fresh = mkdir(sb->dir, 0700) == 0;
+	if ((!fresh && errno != EEXIST) || (mkdir(vmdir, 0700) < 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot create %s: %s", vmdir, strerror(errno));
-		registry_remove_tree(sb->dir);
+		registry_remove_tree(fresh ? sb->dir : vmdir);
 		free(c);
 		return 500;
 	}
@@ -176,7 +199,7 @@ static int start_vm(struct service *svc, struct sandbox *sb, const struct api_cr
 		char tail[300];
 
 		supervise_stop(sb->pid, 0, &status);
-		log_tail(sb, tail, sizeof(tail));
+		service_log_tail(sb, tail, sizeof(tail));
 		snprintf(err, errlen, "the sandbox's VM did not start: %s%s%s", why,
 			 tail[0] ? ": " : "", tail);
 		goto out_clean;
@@ -189,12 +212,12 @@ out_stop:
 out_clean:
 	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
 out_remove:
-	registry_remove_tree(sb->dir);
+	registry_remove_tree(fresh ? sb->dir : vmdir);
 	free(c);
 	return rc == -ECANCELED ? 503 : 500;
 }
 
-static struct sandbox *new_sandbox(struct service *svc)
+struct sandbox *service_new_sandbox(struct service *svc)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 
@@ -215,6 +238,13 @@ static void link_sandbox(struct service *svc, struct sandbox *sb)
 {
 	sb->next = svc->list;
 	svc->list = sb;
+}
+
+void service_link(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	link_sandbox(svc, sb);
+	pthread_mutex_unlock(&svc->lock);
 }
 
 static void unlink_sandbox(struct service *svc, struct sandbox *sb)
@@ -241,13 +271,13 @@ static void *pool_main(void *arg)
 			pthread_cond_wait(&svc->changed, &svc->lock);
 		if (svc->stopping)
 			break;
-		sb = new_sandbox(svc);
+		sb = service_new_sandbox(svc);
 		if (!sb)
 			break;
 		sb->state = SB_STARTING;
 		svc->pool_starting++;
 		pthread_mutex_unlock(&svc->lock);
-		rc = start_vm(svc, sb, NULL, err, sizeof(err));
+		rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
 		if (!rc) {
 			record_of(sb, "pool");
 			registry_write(sb->dir, &sb->rec);
@@ -320,8 +350,8 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 		sb = take_pooled(svc);
 	pthread_mutex_unlock(&svc->lock);
 	if (!sb) {
-		sb = new_sandbox(svc);
-		rc = sb ? start_vm(svc, sb, req, err, errlen) : 500;
+		sb = service_new_sandbox(svc);
+		rc = sb ? service_start_vm(svc, sb, req, NULL, err, errlen) : 500;
 		if (!sb)
 			snprintf(err, errlen, "out of memory");
 		if (rc) {
@@ -374,6 +404,49 @@ int service_get(struct service *svc, const char *id, struct sandbox **out, char 
 	int rc = 0;
 
 	pthread_mutex_lock(&svc->lock);
+	for (;;) {
+		sb = find(svc, id);
+		/* Another call is pausing or resuming it: wait for that to end. */
+		if (!sb || (sb->state != SB_PAUSING && sb->state != SB_RESUMING))
+			break;
+		pthread_cond_wait(&svc->changed, &svc->lock);
+	}
+	if (!sb) {
+		snprintf(err, errlen, "no sandbox '%s'", id);
+		rc = 404;
+	} else if (sb->state == SB_PAUSED) {
+		/* The next call resumes it. */
+		sb->state = SB_RESUMING;
+		sb->calls++;
+		pthread_mutex_unlock(&svc->lock);
+		rc = live_resume(svc, sb, err, errlen);
+		pthread_mutex_lock(&svc->lock);
+		if (rc) {
+			sb->calls--;
+		} else {
+			sb->last_used_ns = clock_now_ns();
+			*out = sb;
+		}
+		pthread_cond_broadcast(&svc->changed);
+	} else if (sb->state != SB_RUNNING) {
+		snprintf(err, errlen, "sandbox '%s' is %s", id, state_names[sb->state]);
+		rc = 409;
+	} else {
+		sb->calls++;
+		sb->last_used_ns = clock_now_ns();
+		*out = sb;
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return rc;
+}
+
+int service_begin_pause(struct service *svc, const char *id, struct sandbox **out, char *err,
+			size_t errlen)
+{
+	struct sandbox *sb;
+	int rc = 0;
+
+	pthread_mutex_lock(&svc->lock);
 	sb = find(svc, id);
 	if (!sb) {
 		snprintf(err, errlen, "no sandbox '%s'", id);
@@ -381,9 +454,13 @@ int service_get(struct service *svc, const char *id, struct sandbox **out, char 
 	} else if (sb->state != SB_RUNNING) {
 		snprintf(err, errlen, "sandbox '%s' is %s", id, state_names[sb->state]);
 		rc = 409;
+	} else if (sb->calls) {
+		snprintf(err, errlen, "sandbox '%s' is busy (%d call%s in flight): try again when "
+			 "it ends", id, sb->calls, sb->calls == 1 ? "" : "s");
+		rc = 409;
 	} else {
+		sb->state = SB_PAUSING;
 		sb->calls++;
-		sb->last_used_ns = clock_now_ns();
 		*out = sb;
 	}
 	pthread_mutex_unlock(&svc->lock);
@@ -410,7 +487,8 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 		snprintf(err, errlen, "no sandbox '%s'", id);
 		return 404;
 	}
-	if (sb->calls || sb->state == SB_STOPPING || sb->state == SB_STARTING) {
+	if (sb->calls || sb->state == SB_STOPPING || sb->state == SB_STARTING ||
+	    sb->state == SB_PAUSING || sb->state == SB_RESUMING) {
 		int calls = sb->calls;
 
 		pthread_mutex_unlock(&svc->lock);
@@ -418,7 +496,7 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 			 "it ends", id, calls, calls == 1 ? "" : "s");
 		return 409;
 	}
-	if (sb->state != SB_EXITED)
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
 		sb->state = SB_STOPPING;
 	unlink_sandbox(svc, sb);
 	pthread_mutex_unlock(&svc->lock);
@@ -437,6 +515,19 @@ json_t *service_sandbox_json(const struct sandbox *sb)
 			 "mem", (json_int_t)sb->rec.mem_mib, "ttl", (json_int_t)sb->rec.ttl_s,
 			 "idle_timeout", (json_int_t)sb->rec.idle_s, "calls", sb->calls,
 			 "idle_s", (json_int_t)((clock_now_ns() - sb->last_used_ns) / NS_PER_S));
+}
+
+json_t *service_get_json(struct service *svc, const char *id)
+{
+	struct sandbox *sb;
+	json_t *j = NULL;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	if (sb)
+		j = service_sandbox_json(sb);
+	pthread_mutex_unlock(&svc->lock);
+	return j;
 }
 
 json_t *service_list(struct service *svc)
@@ -461,6 +552,9 @@ void service_gauges(struct service *svc, struct metrics_gauges *g)
 		case SB_RUNNING: g->running++; break;
 		case SB_STOPPING: g->stopping++; break;
 		case SB_EXITED: g->exited++; break;
+		case SB_PAUSED: g->paused++; break;
+		case SB_PAUSING: g->running++; break;
+		case SB_RESUMING: g->starting++; break;
 		case SB_POOL: break;
 		}
 	g->pool_ready = svc->pool_ready;
@@ -493,7 +587,17 @@ void service_tick(struct service *svc)
 				continue;
 			}
 		}
-		if (sb->state == SB_RUNNING && !sb->calls && sb->rec.ttl_s &&
+		if (sb->state == SB_RUNNING && !sb->calls && sb->rec.idle_s && !svc->stopping &&
+		    now - sb->last_used_ns >= sb->rec.idle_s * NS_PER_S) {
+			/* Idle: paused on a thread of its own (the main loop goes on). */
+			sb->state = SB_PAUSING;
+			sb->calls++;
+			if (live_pause_async(svc, sb)) {
+				sb->state = SB_RUNNING;
+				sb->calls--;
+			}
+		}
+		if ((sb->state == SB_RUNNING || sb->state == SB_PAUSED) && !sb->calls && sb->rec.ttl_s &&
 		    now - sb->created_ns >= sb->rec.ttl_s * NS_PER_S) {
 			log_info("serve: sandbox %s reached its ttl", sb->id);
 			*p = sb->next;
@@ -597,7 +701,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	/* Every VM told to stop at once; a call still on one then fails. */
 	pthread_mutex_lock(&svc->lock);
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
-		if (sb->state != SB_EXITED && sb->pid > 0)
+		if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
 			kill(sb->pid, SIGTERM);
 	deadline_in(&until, SUPERVISE_TERM_GRACE_MS + 10000);
 	if (wait_calls(svc, &until))

@@ -18,7 +18,8 @@
 #define SERVICE_MAX_SANDBOXES 1024
 #define SERVICE_MAX_EXTRA_ARGS 16
 
-enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED };
+enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
+		 SB_RESUMING };
 
 /* A template: a snapshot directory, addressed by name ("default") or by
  * its id (the snapshot cache's content hash, or the directory's name). */
@@ -46,6 +47,7 @@ struct sandbox {
 	int calls;                 /* in flight: a delete waits for none (else 409) */
 	struct exec_slot *execs;   /* running execs, for their signals */
 	struct sandbox *next;
+	struct service *svc;       /* for an auto-pause's thread */
 };
 
 struct service_config {
@@ -106,11 +108,33 @@ int service_get(struct service *svc, const char *id, struct sandbox **out, char 
 		size_t errlen);
 void service_put(struct service *svc, struct sandbox *sb);
 
+/* Hold a running sandbox for its pause: SB_PAUSING, its calls counted up
+ * (service_put after live_pause). 0; 404; 409 not running or busy. */
+int service_begin_pause(struct service *svc, const char *id, struct sandbox **out, char *err,
+			size_t errlen);
+
 /* Delete: 0 (204); 404; 409 while calls are in flight. */
 int service_delete(struct service *svc, const char *id, char *err, size_t errlen);
 
+/* For live.c (pause, resume, fork): a new sandbox (not linked; NULL when
+ * out of memory); its VM started from the snapshot in snap (NULL: the
+ * template) and its agent waited for (0, or an HTTP status with err);
+ * linked into the list (the lock not held). */
+struct sandbox *service_new_sandbox(struct service *svc);
+int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
+		     const char *snap, char *err, size_t errlen);
+void service_link(struct service *svc, struct sandbox *sb);
+/* Rewrite sb's record with state. */
+void service_record(struct sandbox *sb, const char *state);
+/* The last line of sb's VM log (why it failed). */
+void service_log_tail(const struct sandbox *sb, char *out, size_t len);
+const char *service_state_name(enum sb_state st);
+
 /* One sandbox's JSON (the lock held or the sandbox held). */
 json_t *service_sandbox_json(const struct sandbox *sb);
+/* The sandbox id's JSON as it is now (a paused one stays paused), or
+ * NULL when there is none. */
+json_t *service_get_json(struct service *svc, const char *id);
 /* Every sandbox (pooled ones apart) as a JSON array. */
 json_t *service_list(struct service *svc);
 void service_gauges(struct service *svc, struct metrics_gauges *g);
