@@ -156,7 +156,8 @@ static const char *const intros[CLI_NR_CMDS] = {
 	[CLI_SERVE] = ("usage: mayfly serve [options]\n\n"
 		"An HTTP/1.1 JSON API (docs/openapi.yaml) for many sandboxes at once, each a\n"
 		"jailed VM restored from the default snapshot (or --snapshot DIR), kept across\n"
-		"calls: create, exec (streamed JSON lines), files, delete, /metrics, /health.\n"),
+		"calls: create, exec (streamed JSON lines), files, pause, resume, fork, delete,\n"
+		"/metrics, /health.\n"),
 	[CLI_AUDIT] = ("usage: mayfly audit verify [--head HASH] FILE\n\n"
 		"Check an audit log written by --audit: every line whole and in its place in\n"
 		"the hash chain. Prints the number of records and the chain's head.\n"),
