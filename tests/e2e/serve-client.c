@@ -1,11 +1,13 @@
 /* serve-client.c - the e2e suite's HTTP client for mayfly serve over its Unix socket: one request, the status on stdout, the body to a file (curl is not in the harness's minimal L1). */
 /*
  * usage: serve-client [-t TOKEN] [-c CONTENT-TYPE] [-d BODY | -f FILE] [-o OUT]
- *                     [-D HEADERS] SOCKET METHOD URL
+ *                     [-D HEADERS] [-T] SOCKET METHOD URL
  * Sends one HTTP/1.0 request (so the reply ends with the connection: no
  * chunked encoding to undo), prints the reply's status code and a newline
  * on stdout, writes the body to OUT (default /dev/null) and the header
- * lines to HEADERS. -d '' sends an empty body with Content-Length 0.
+ * lines to HEADERS. -d '' sends an empty body with Content-Length 0. -T:
+ * the status line also has the microseconds from connect to the reply's
+ * end (tools/bench-serve).
  * Exit: 0 a reply came, 1 none (connect or read failed), 2 usage.
  */
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* To the socket with send(MSG_NOSIGNAL): no SIGPIPE when the service
@@ -64,11 +67,12 @@ int main(int argc, char **argv)
 	char *body = NULL, head[4096], buf[65536];
 	size_t blen = 0, hl, got = 0;
 	int opt, fd, ofd, status = 0;
-	bool has_body = false, in_body = false;
+	bool has_body = false, in_body = false, timed = false;
+	struct timespec t0, t1;
 	FILE *hf = NULL;
 	ssize_t n;
 
-	while ((opt = getopt(argc, argv, "t:c:d:f:o:D:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:c:d:f:o:D:T")) != -1) {
 		switch (opt) {
 		case 't': token = optarg; break;
 		case 'c': ctype = optarg; break;
@@ -83,6 +87,7 @@ int main(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 'D': hdrs = optarg; break;
+		case 'T': timed = true; break;
 		default: return 2;
 		}
 	}
@@ -92,6 +97,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	strcpy(sa.sun_path, argv[optind]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("serve-client: connect");
@@ -152,6 +158,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "serve-client: no reply\n");
 		return 1;
 	}
-	printf("%d\n", status);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (timed)
+		printf("%d %lld\n", status, (long long)(t1.tv_sec - t0.tv_sec) * 1000000 +
+		       (t1.tv_nsec - t0.tv_nsec) / 1000);
+	else
+		printf("%d\n", status);
 	return 0;
 }
