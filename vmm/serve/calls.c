@@ -227,8 +227,10 @@ int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	memcpy(s->env, sb->env, (size_t)sb->nenv * sizeof(*s->env));
-	memcpy(s->env + sb->nenv, s->req.env, (size_t)s->req.nenv * sizeof(*s->env));
+	if (sb->nenv)
+		memcpy(s->env, sb->env, (size_t)sb->nenv * sizeof(*s->env));
+	if (s->req.nenv)
+		memcpy(s->env + sb->nenv, s->req.env, (size_t)s->req.nenv * sizeof(*s->env));
 	rc = stdin_memfd(&s->req);
 	if (rc >= -1)
 		s->stdin_fd = rc;
