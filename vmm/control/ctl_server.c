@@ -119,6 +119,10 @@ int ctl_server_open(struct ctl_server *s, const struct vm_config *cfg, const str
 				strerror(errno));
 			goto err;
 		}
+		/* Hashed before (the default snapshot did): no hashing at the save. */
+		s->ids.has_rootfs = s->rootfs_fd >= 0;
+		s->ids_known = !image_id_remembered(s->kernel_fd, &s->ids.kernel) &&
+			       (s->rootfs_fd < 0 || !image_id_remembered(s->rootfs_fd, &s->ids.rootfs));
 	}
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->client = calloc(1, sizeof(*s->client));   /* large: its frame buffers */
