@@ -325,7 +325,8 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 	r.state_bytes = st.state_bytes;
 	r.total_us = (clock_now_ns() - t0) / 1000;
 	if (rc) {
-		reply(fd, &r, CTL_ST_FAILED, "%s", why);
+		/* -ENOTSUP: this VM cannot be in a snapshot (a writable raw disk). */
+		reply(fd, &r, rc == -ENOTSUP ? CTL_ST_REFUSED : CTL_ST_FAILED, "%s", why);
 		return false;
 	}
 	reply(fd, &r, CTL_ST_OK, "saved");
