@@ -200,6 +200,20 @@ int image_id_fd(int fd, struct image_id *id, const char **why)
 	return 0;
 }
 
+int image_id_remembered(int fd, struct image_id *id)
+{
+	char memo[4200];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	memset(id, 0, sizeof(*id));
+	fill_stat(id, &st);
+	if (memo_path(id, memo, sizeof(memo)) || !memo_read(memo, id->sha256))
+		return -ENOENT;
+	return 0;
+}
+
 int image_id_check(const char *path, const struct image_id *id, const char **why)
 {
 	struct image_id now;

@@ -78,10 +78,10 @@ static int dial(struct job *j)
 	}
 	if (connect(j->sock, (struct sockaddr *)&a, sizeof(a)) == 0)
 		return 0;
-	if (errno == ECONNREFUSED)
-		log_say("nobody listens on '%s': its VM has ended", j->ctl);
-	else if (errno == EPROTOTYPE || errno == ENOTSOCK || !S_ISSOCK(st.st_mode))
+	if (errno == EPROTOTYPE || errno == ENOTSOCK || !S_ISSOCK(st.st_mode))
 		log_say("'%s' is not a mayfly control socket", j->ctl);
+	else if (errno == ECONNREFUSED)
+		log_say("nobody listens on '%s': its VM has ended", j->ctl);
 	else
 		log_say("cannot connect to '%s': %s", j->ctl, strerror(errno));
 	return errno == EACCES ? CTL_EXIT_INTERNAL : CTL_EXIT_NO_VM;

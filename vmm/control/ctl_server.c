@@ -119,6 +119,10 @@ int ctl_server_open(struct ctl_server *s, const struct vm_config *cfg, const str
 				strerror(errno));
 			goto err;
 		}
+		/* Hashed before (the default snapshot did): no hashing at the save. */
+		s->ids.has_rootfs = s->rootfs_fd >= 0;
+		s->ids_known = !image_id_remembered(s->kernel_fd, &s->ids.kernel) &&
+			       (s->rootfs_fd < 0 || !image_id_remembered(s->rootfs_fd, &s->ids.rootfs));
 	}
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->client = calloc(1, sizeof(*s->client));   /* large: its frame buffers */
@@ -321,7 +325,8 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 	r.state_bytes = st.state_bytes;
 	r.total_us = (clock_now_ns() - t0) / 1000;
 	if (rc) {
-		reply(fd, &r, CTL_ST_FAILED, "%s", why);
+		/* -ENOTSUP: this VM cannot be in a snapshot (a writable raw disk). */
+		reply(fd, &r, rc == -ENOTSUP ? CTL_ST_REFUSED : CTL_ST_FAILED, "%s", why);
 		return false;
 	}
 	reply(fd, &r, CTL_ST_OK, "saved");
