@@ -10,7 +10,8 @@
 #include "jail/jail.h"
 #include "net/rules.h"
 
-enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_NR_CMDS };
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_PAUSE,
+	       CLI_FORK, CLI_SERVE, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 
@@ -31,8 +32,12 @@ struct cli {
 	bool no_seccomp;           /* boot, run, snapshot: --no-seccomp */
 	char *setups[CLI_MAX_SETUP];   /* snapshot create: --setup CMD, in order */
 	int nsetup;
-	const char *out;           /* snapshot create: --out DIR */
+	const char *out;           /* snapshot create, pause, fork: --out DIR */
 	const char *audit_head;    /* audit verify: --head HASH */
+	struct {                   /* mayfly serve */
+		const char *socket, *listen, *tokens, *state;
+		unsigned pool, max_sandboxes;
+	} serve;
 };
 
 enum cli_result {

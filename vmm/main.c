@@ -13,6 +13,9 @@
 #include "agent/mcp_cmd.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
+#include "serve/serve_cmd.h"
+#include "control/ctl_client.h"
+#include "control/ctl_server.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,8 +31,11 @@ static const char usage[] =
 	"  exec     run a command in a VM started with boot --vsock\n"
 	"  cp       copy a file into or out of such a VM\n"
 	"  snapshot create   save an agent-ready VM for run/boot --snapshot\n"
+	"  pause    save a boot --vsock VM into a snapshot and end it\n"
+	"  fork     save a boot --vsock VM into a snapshot, it goes on running\n"
 	"  mcp      a Model Context Protocol server on stdio, one VM per session\n"
 	"  audit verify      check an audit log's hash chain (run/mcp --audit)\n"
+	"  serve    an HTTP API for many sandboxes (docs/openapi.yaml)\n"
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
@@ -46,6 +52,7 @@ static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const str
 			   uint64_t start_ns)
 {
 	struct vm_agent *va = calloc(1, sizeof(*va));   /* large: the client's buffers */
+	struct ctl_server ctl;
 	struct net_run net;
 	struct jail jail;
 	int rc;
@@ -65,7 +72,14 @@ static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const str
 	}
 	/* The supervisor built nothing: only the VM process destroys a VM. */
 	if (jail_start(&jail, &c->jail, cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
-		rc = vm_agent_run(va, cfg, snap, start_ns);
+		/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
+		if (ctl_server_open(&ctl, cfg, snap)) {
+			rc = EXIT_INTERNAL;
+		} else {
+			va->ctl = &ctl;
+			rc = vm_agent_run(va, cfg, snap, start_ns);
+		}
+		ctl_server_stop(&ctl);
 		vm_agent_destroy(va);
 	}
 	net_run_stop(&net);
@@ -92,6 +106,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 
 static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
+	struct ctl_server ctl;
 	struct jail jail;
 	struct vm vm;
 	char err[256];
@@ -113,11 +128,19 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return boot_with_agent(c, &c->vm, NULL, start_ns);
 	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
 		return code;
+	/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
+	if (ctl_server_open(&ctl, &c->vm, NULL)) {
+		ctl_server_stop(&ctl);
+		return EXIT_INTERNAL;
+	}
 	code = vm_build(&vm, &c->vm, NULL, start_ns);
 	if (code == 0)
 		code = jail_enter(&jail, &c->vm);
+	if (code == 0 && ctl_server_start(&ctl, &vm))
+		code = EXIT_INTERNAL;
 	if (code == 0)
 		code = vm_run(&vm);
+	ctl_server_stop(&ctl);
 	vm_destroy(&vm);
 	return code;
 }
@@ -140,6 +163,10 @@ static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return cmd_mcp(c, argc - 1, argv + 1, start_ns);
 	if (!strcmp(cmd, "audit"))
 		return cmd_audit(c, argc - 1, argv + 1);
+	if (!strcmp(cmd, "pause") || !strcmp(cmd, "fork"))
+		return cmd_ctl(c, argc - 1, argv + 1, !strcmp(cmd, "fork"));
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(c, argc - 1, argv + 1, start_ns);
 	log_say("unknown command '%s' (try mayfly --help)", cmd);
 	return EXIT_USAGE;
 }

@@ -13,6 +13,7 @@
 #define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
 
 struct vm_agent;
+struct ctl_server;
 
 /* Runs on the agent thread once the agent answered (and, restored, took
  * FRESHEN). When it returns the VM is stopped, unless keep_running. */
@@ -36,6 +37,7 @@ struct vm_agent {
 	struct jail *jail;            /* entered between vm_build and the first thread; or NULL */
 	struct net_run *net;          /* --allow-net: attached after the build, the agent told
 	                               * to serve the proxy; or NULL */
+	struct ctl_server *ctl;       /* boot --vsock: started after the jail (the caller stops it) */
 };
 
 /* Build the VM (cold, or from snap when not NULL), run it on this thread
