@@ -150,9 +150,9 @@ static const struct seccomp_rule agent[] = {
 /* snapshot create's client: as the agent, then vm_snapshot_save on this
  * thread: pause, KVM's GET ioctls, the memory, overlay and state files. */
 static const struct seccomp_rule snapshot[] = {
-	ALLOW(mkdir, "mkdtemp beside --out; the hash cache"),
-	ALLOW(rmdir, "a failed save removes its directory"),
-	ALLOW(renameat2, "a new snapshot swapped with an old one (RENAME_EXCHANGE)"),
+	ALLOW(mkdir, "the hash cache of the memory file (an unjailed save)"),
+	ALLOW(rmdir, "unjailed, a failed save removes its directory"),
+	ALLOW(renameat2, "unjailed, a new snapshot swapped with an old one (RENAME_EXCHANGE)"),
 	ALLOW(ftruncate, "the sparse memory and overlay files get their size"),
 	ALLOW(pwrite64, "guest RAM and overlay blocks that hold data"),
 	ALLOW(pwritev, "the copy-on-write overlay's written blocks, through the disk layer"),
