@@ -93,7 +93,7 @@ static __attribute__((noreturn)) void become_spawner(const struct approver *a, i
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-	    dup3(fd, SPAWNER_FD, O_CLOEXEC) < 0)
+	    (fd != SPAWNER_FD && dup3(fd, SPAWNER_FD, O_CLOEXEC) < 0))
 		_exit(1);
 	closefrom(SPAWNER_FD + 1);
 	serve(a, SPAWNER_FD);
@@ -167,13 +167,14 @@ void approve_spawner_stop(struct approve_spawner *s)
 {
 	int status;
 
+	if (s->pid <= 0)
+		return;   /* never started (a zeroed struct included) */
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	if (s->pid > 0 && s->owner == getpid())
+	if (s->owner == getpid())
 		while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
 			;
-	if (s->pid > 0)
-		pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->lock);
 	s->pid = 0;
 }

@@ -41,7 +41,7 @@ void approve_spawner_ask(struct approve_spawner *s, const char *call_json,
 
 /* Close our end; the process that forked the spawner also waits for its
  * end (it ends on the end of file, once no other process holds the
- * socket). Safe on a spawner never started. */
+ * socket). Safe on a spawner never started, or zeroed. */
 void approve_spawner_stop(struct approve_spawner *s);
 
 #endif
