@@ -1,5 +1,6 @@
 /* test_snapshot_install.c - a snapshot is written into a directory made beside --out before the VM (and its jail), then put in --out's place whole: a new name, an older snapshot swapped, anything else refused untouched; a failure leaves nothing beside it. */
 #include "vm_snapshot.h"
+#include "dir_files.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,35 +13,6 @@
 
 static char base[64];
 static struct vm_config cfg;
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[CONFIG_PATH_MAX + 64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *read_text(const char *dir, const char *name)
-{
-	static char buf[64];
-	char path[CONFIG_PATH_MAX + 64];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 /* Nothing but the names given is in base. */
 static void only(const char *a, const char *b)
@@ -57,8 +29,8 @@ static void setup(void)
 	snprintf(base, sizeof(base), "/tmp/mayfly-install-XXXXXX");
 	cr_assert_not_null(mkdtemp(base));
 	config_init(&cfg);
-	write_file(base, "kernel", "a kernel");
-	write_file(base, "rootfs", "a root image");
+	put(base, "kernel", "a kernel");
+	put(base, "rootfs", "a root image");
 	snprintf(cfg.kernel, sizeof(cfg.kernel), "%s/kernel", base);
 	snprintf(cfg.rootfs, sizeof(cfg.rootfs), "%s/rootfs", base);
 }
@@ -74,11 +46,21 @@ static void teardown(void)
 
 TestSuite(snapshot_install, .init = setup, .fini = teardown);
 
+/* out = base/name; its temporary directory made, as snapshot_make does. */
+static void begin(const char *name, char *out, size_t outlen, char *tmp, size_t tmplen,
+		  struct snapshot_sources *src)
+{
+	const char *why = "";
+
+	snprintf(out, outlen, "%s/%s", base, name);
+	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, tmplen, src, &why), 0, "%s", why);
+}
+
 /* A save's result: the files a VM would write into tmp. */
 static void fake_save(const char *tmp, const char *tag)
 {
-	write_file(tmp, SNAPSHOT_STATE, tag);
-	write_file(tmp, SNAPSHOT_MEMORY, "memory");
+	put(tmp, SNAPSHOT_STATE, tag);
+	put(tmp, SNAPSHOT_MEMORY, "memory");
 }
 
 Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
@@ -88,8 +70,7 @@ Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
 	const char *why = "";
 	struct stat st;
 
-	snprintf(out, sizeof(out), "%s/snap", base);
-	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0, "%s", why);
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
 	cr_assert_eq(tmp[0], '/', "not absolute: %s", tmp);
 	cr_assert_eq(strncmp(tmp, out, strlen(out)), 0, "not beside --out: %s", tmp);
 	cr_assert(strstr(tmp, ".tmp-"));
@@ -101,7 +82,7 @@ Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
 	cr_assert_eq(src.rootfs.size, strlen("a root image"));
 	fake_save(tmp, "first");
 	cr_assert_eq(vm_snapshot_install(tmp, out, &why), 0, "%s", why);
-	cr_assert_str_eq(read_text(out, SNAPSHOT_STATE), "first");
+	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "first");
 	only("snap", "kernel\\|rootfs");
 }
 
@@ -111,15 +92,14 @@ Test(snapshot_install, an_older_snapshot_is_swapped_whole)
 	struct snapshot_sources src;
 	const char *why = "";
 
-	snprintf(out, sizeof(out), "%s/snap", base);
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
 	cr_assert_eq(mkdir(out, 0700), 0);
 	fake_save(out, "old");
-	write_file(out, "disk-vda", "old overlay");
-	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0, "%s", why);
+	put(out, "disk-vda", "old overlay");
 	fake_save(tmp, "new");
 	cr_assert_eq(vm_snapshot_install(tmp, out, &why), 0, "%s", why);
-	cr_assert_str_eq(read_text(out, SNAPSHOT_STATE), "new");
-	cr_assert_null(read_text(out, "disk-vda"), "the old snapshot's overlay is in the new one");
+	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "new");
+	cr_assert_null(get(out, "disk-vda"), "the old snapshot's overlay is in the new one");
 	only("snap", "kernel\\|rootfs");
 }
 
@@ -129,14 +109,13 @@ Test(snapshot_install, anything_else_at_out_is_refused_untouched_and_nothing_is_
 	struct snapshot_sources src;
 	const char *why = "";
 
-	snprintf(out, sizeof(out), "%s/mine", base);
+	begin("mine", out, sizeof(out), tmp, sizeof(tmp), &src);
 	cr_assert_eq(mkdir(out, 0700), 0);
-	write_file(out, "precious", "keep me");
-	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0, "%s", why);
+	put(out, "precious", "keep me");
 	fake_save(tmp, "new");
 	cr_assert_eq(vm_snapshot_install(tmp, out, &why), -EEXIST);
 	cr_assert(strstr(why, "is not a snapshot directory"), "%s", why);
-	cr_assert_str_eq(read_text(out, "precious"), "keep me");
+	cr_assert_str_eq(get(out, "precious"), "keep me");
 	only("mine", "kernel\\|rootfs");
 }
 
@@ -144,10 +123,8 @@ Test(snapshot_install, a_failed_save_is_discarded_whole)
 {
 	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
 	struct snapshot_sources src;
-	const char *why = "";
 
-	snprintf(out, sizeof(out), "%s/snap", base);
-	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0, "%s", why);
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
 	fake_save(tmp, "half");
 	vm_snapshot_discard(tmp);
 	only("kernel", "rootfs");
