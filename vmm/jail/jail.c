@@ -221,7 +221,8 @@ static int become_vm(struct jail *j, int alive, const sigset_t *set)
 	creds_die_with_parent(SIGKILL, 0);
 	if (poll(&p, 1, 0) != 0)
 		return -ESRCH;   /* it died before the prctl: nobody would kill us */
-	close(alive);
+	/* Kept: the uid drop clears PDEATHSIG, which jail_enter sets again. */
+	j->alive_fd = alive;
 	lease_drop(&j->lease);   /* the supervisor's to hold, not ours */
 	/* As PID 1 of its namespace this process gets no signal it has no
 	 * handler for, unless it is blocked: SIGINT, SIGTERM and SIGHUP stay
@@ -257,6 +258,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 
 	memset(j, 0, sizeof(*j));
 	j->lease.fd = -1;
+	j->alive_fd = -1;
 	*code = fail_code;
 	if (jc->disabled) {
 		log_warn("--no-jail: the VMM keeps every privilege of this process, with no "
@@ -383,6 +385,18 @@ int jail_enter(struct jail *j, const struct vm_config *cfg)
 		rc = -errno, what = "PR_SET_DUMPABLE for the sanitizer";
 	if (rc)
 		goto err;
+	if (j->inside) {
+		/* Changing the uid cleared PDEATHSIG (commit_creds): set it again,
+		 * then check the supervisor did not die in between. */
+		struct pollfd p = { .fd = j->alive_fd, .events = POLLIN };
+
+		if (!creds_die_with_parent(SIGKILL, 0) || poll(&p, 1, 0) != 0) {
+			log_say("jail: the supervisor is gone");
+			return EXIT_INTERNAL;
+		}
+		close(j->alive_fd);
+		j->alive_fd = -1;
+	}
 	if (j->inside)
 		log_info("jail: in '%s' as uid %u gid %u, no capabilities, no_new_privs", j->dir,
 			 (unsigned)j->uid, (unsigned)j->gid);

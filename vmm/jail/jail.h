@@ -43,6 +43,7 @@ struct jail {
 	char cwd[CONFIG_PATH_MAX];
 	struct cgroup cgroup;
 	struct lease lease;        /* owns dir and cgroup while the supervisor lives */
+	int alive_fd;              /* the VM: hung up once the supervisor is gone; -1 */
 };
 
 enum jail_role {
