@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "agent/client.h"
 #include "jail/jail.h"
 
 /* `mayfly snapshot create` (argv[0] is "snapshot"). The exit code. */
@@ -26,5 +27,10 @@ int snapshot_vm_config(struct vm_config *vm, int verbose);
  * the code. */
 int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
 		  uint64_t start_ns, bool show_output, const struct jail_config *jc);
+
+/* QUIESCE on a connected client: the agent syncs the guest's file systems
+ * and closes every connection, this one last (then closed here too). 0,
+ * or -errno with *why (-EPROTO: refused, e.g. EAGAIN before FRESHEN). */
+int snapshot_quiesce(struct agent_client *c, const char **why);
 
 #endif

@@ -12,6 +12,7 @@
 #define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
 
 struct vm_agent;
+struct ctl_server;
 
 /* Runs on the agent thread once the agent answered (and, restored, took
  * FRESHEN). When it returns the VM is stopped, unless keep_running. */
@@ -39,6 +40,7 @@ struct vm_agent {
 	/* NULL, or called last on the agent thread (under its filter), however
 	 * it ends: whether or not the job ran. */
 	void (*job_end)(struct vm_agent *va, void *opaque);
+	struct ctl_server *ctl;       /* boot --vsock: started after the jail (the caller stops it) */
 };
 
 /* Build the VM (cold, or from snap when not NULL), run it on this thread

@@ -40,6 +40,7 @@ struct jail {
 	char dir[CONFIG_PATH_MAX]; /* the jail directory on the host */
 	char vsock_dir[CONFIG_PATH_MAX];   /* boot --vsock: the socket's directory, kept */
 	char writable_dir[CONFIG_PATH_MAX];   /* jail_config's, kept */
+	ino_t ctl_before;          /* boot --vsock: PATH.ctl's inode before the VM (0: none) */
 	char cwd[CONFIG_PATH_MAX];
 	struct cgroup cgroup;
 	struct lease lease;        /* owns dir and cgroup while the supervisor lives */
