@@ -169,10 +169,16 @@ static void first_line(struct child *ch, char *out, size_t len)
 
 void approve_check(const struct approver *a, const char *call_json, struct approve_result *res)
 {
+	approve_check_until(a, call_json, -1, res);
+}
+
+void approve_check_until(const struct approver *a, const char *call_json, int stop_fd,
+			 struct approve_result *res)
+{
 	uint64_t start = clock_now_ns(), timeout_ms, deadline;
 	struct child ch = { .pidfd = -1, .in_fd = -1, .out_fd = -1 };
 	char said[APPROVE_REASON_MAX + 1], *msg = NULL;
-	bool done = false;
+	bool done = false, stopped = false;
 	int status = 0, rc;
 
 	memset(res, 0, sizeof(*res));
@@ -197,9 +203,10 @@ void approve_check(const struct approver *a, const char *call_json, struct appro
 	}
 	feed(&ch);
 	while (!done) {
-		struct pollfd p[3] = { { .fd = ch.pidfd, .events = POLLIN },
+		struct pollfd p[4] = { { .fd = ch.pidfd, .events = POLLIN },
 				       { .fd = ch.out_fd, .events = POLLIN },
-				       { .fd = ch.in_fd, .events = POLLOUT } };
+				       { .fd = ch.in_fd, .events = POLLOUT },
+				       { .fd = stop_fd, .events = POLLIN | POLLRDHUP } };
 		uint64_t now = clock_now_ns();
 		int ms;
 
@@ -212,8 +219,12 @@ void approve_check(const struct approver *a, const char *call_json, struct appro
 		ms = (int)((deadline - now + 999999) / 1000000);
 		if (ch.pidfd < 0 && ms > POLL_FALLBACK_MS)
 			ms = POLL_FALLBACK_MS;
-		if (poll(p, 3, ms) < 0 && errno != EINTR)
+		if (poll(p, 4, ms) < 0 && errno != EINTR)
 			break;
+		if (p[3].revents) {
+			stopped = true;
+			break;
+		}
 		drain(&ch);
 		if (p[2].revents)
 			feed(&ch);
@@ -226,7 +237,10 @@ void approve_check(const struct approver *a, const char *call_json, struct appro
 		;
 	res->duration_us = (clock_now_ns() - start) / 1000;
 	first_line(&ch, said, sizeof(said));
-	if (!done)
+	if (stopped)
+		snprintf(res->reason, sizeof(res->reason), "mayfly ended before the approver answered "
+			 "(killed)");
+	else if (!done)
 		snprintf(res->reason, sizeof(res->reason), "the approver did not answer within %.3g s "
 			 "(killed)", (double)timeout_ms / 1000);
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -37,4 +37,10 @@ struct approve_result {
  * (its group is killed once it exited). Any thread. */
 void approve_check(const struct approver *a, const char *call_json, struct approve_result *res);
 
+/* The same, also ended (refused, the approver's group killed) as soon as
+ * stop_fd is readable or hung up (-1: never): the approver spawner's
+ * socket, whose end of file means mayfly is gone. */
+void approve_check_until(const struct approver *a, const char *call_json, int stop_fd,
+			 struct approve_result *res);
+
 #endif

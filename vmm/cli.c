@@ -108,14 +108,18 @@ static const struct cli_option options[] = {
 	  "(a head printed before): lines cut off the end show" },
 	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
 	  "debugging only: no per-thread seccomp filters (a warning says so)" },
-	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP, "BYTES",
+	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP, "BYTES",
 	  "the root's copy-on-write overlay (host RAM) holds at most\n"
 	  "BYTES; guest writes past it get I/O errors (default 512M)" },
-	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SERVE, NULL, "run the VMM unjailed, with all our privileges\n"
+	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
+	  "run the VMM unjailed, with all our privileges\n"
 	  "(debugging only; see docs/security.md)" },
-	{ "uid", O_UID, C_BOOT | C_RUN | C_SERVE, "UID", "started as root, the jailed VMM's uid (default 65534)" },
-	{ "gid", O_GID, C_BOOT | C_RUN | C_SERVE, "GID", "started as root, the jailed VMM's gid (default 65534)" },
-	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SERVE, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
+	{ "uid", O_UID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "UID",
+	  "started as root, the jailed VMM's uid (default 65534)" },
+	{ "gid", O_GID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "GID",
+	  "started as root, the jailed VMM's gid (default 65534)" },
+	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "PCT",
+	  "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
 	{ "allow-net", O_ALLOW_NET, C_BOOT | C_RUN, "RULE", "let the guest reach RULE through its agent's HTTP proxy\n"
 	  "(HTTP_PROXY=http://127.0.0.1:3128 in every command):\n"

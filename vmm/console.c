@@ -101,6 +101,7 @@ static void *console_thread(void *arg)
 	struct console *con = &vm->console;
 	struct input in = { .eof = !con->interactive };
 
+	thread_set_name("console");
 	seccomp_enter(SECCOMP_ROLE_CONSOLE);
 	for (;;) {
 		struct pollfd fds[2] = { { .fd = con->wake_fd, .events = POLLIN },

@@ -2,6 +2,7 @@
 #include "event.h"
 #include "log.h"
 #include "seccomp/seccomp.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -148,6 +149,7 @@ static void *event_loop_thread(void *arg)
 {
 	struct event_loop *loop = arg;
 
+	thread_set_name("io");
 	seccomp_enter(SECCOMP_ROLE_IO);
 	while (!atomic_load(&loop->stopping)) {
 		int n = event_loop_poll(loop, -1);

@@ -176,6 +176,7 @@ static void *log_writer(void *arg)
 	char line[LOG_LINE_MAX];
 
 	(void)arg;
+	thread_set_name("log");
 	seccomp_enter(SECCOMP_ROLE_LOG);
 	pthread_mutex_lock(&queue.lock);
 	for (;;) {

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +63,14 @@ void thread_block_stop_signals(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+void thread_set_name(const char *role)
+{
+	char name[16];   /* TASK_COMM_LEN */
+
+	snprintf(name, sizeof(name), "mayfly-%s", role);
+	prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 void thread_kick(pthread_t thread)

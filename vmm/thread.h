@@ -47,6 +47,11 @@ void thread_kick(pthread_t thread);
  * within the grace, false when it had to give up. */
 bool thread_stop(pthread_t thread, unsigned grace_ms, atomic_bool *give_up);
 
+/* Name the calling thread "mayfly-<role>" (ps -L, /proc/PID/task/TID/comm;
+ * at most 15 characters, the rest cut), before its seccomp filter, which
+ * forbids the prctl. The main thread keeps the process's name. */
+void thread_set_name(const char *role);
+
 /* Write all of buf to fd from a thread thread_stop may end: retries short
  * writes and EINTR, waits in poll(2) when fd is non-blocking, and checks
  * *give_up after every call. 0, -ECANCELED once *give_up is set (what was

@@ -184,7 +184,10 @@ static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
 	struct vm *vm = vcpu->vm;
+	char name[16];
 
+	snprintf(name, sizeof(name), "vcpu%u", vcpu->index);
+	thread_set_name(name);
 	seccomp_enter(SECCOMP_ROLE_VCPU);
 	/* No guest instruction before every thread, the main one included,
 	 * is confined: vm_run releases the vCPUs once it is. */

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,24 +287,63 @@ int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
 	return rc;
 }
 
-/* The names a snapshot directory holds: only those are removed with it. */
-static void remove_snapshot_dir(const char *dir)
+/* The i-th name a snapshot directory may hold (only those are ever
+ * removed or taken over with it): the path in dir, or false past the last. */
+static bool snapshot_file(const char *dir, unsigned i, char *path, size_t len)
 {
 	static const char *const names[] = { SNAPSHOT_STATE, SNAPSHOT_MEMORY };
-	char path[CONFIG_PATH_MAX + 64], name[32];
+	const unsigned fixed = sizeof(names) / sizeof(names[0]);
+	char name[32], dev[8];
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!snapshot_path(dir, names[i], path, sizeof(path)))
-			unlink(path);
-	for (unsigned i = 0; i < CONFIG_MAX_DISKS; i++) {
-		char dev[8];
-
-		snprintf(dev, sizeof(dev), "vd%c", 'a' + i);
+	if (i >= fixed + CONFIG_MAX_DISKS)
+		return false;
+	if (i < fixed) {
+		snprintf(name, sizeof(name), "%s", names[i]);
+	} else {
+		snprintf(dev, sizeof(dev), "vd%c", 'a' + (int)(i - fixed));
 		snprintf(name, sizeof(name), SNAPSHOT_OVERLAY_FMT, dev);
-		if (!snapshot_path(dir, name, path, sizeof(path)))
-			unlink(path);
 	}
+	if (snapshot_path(dir, name, path, len))
+		path[0] = '\0';
+	return true;
+}
+
+static void remove_snapshot_dir(const char *dir)
+{
+	char path[CONFIG_PATH_MAX + 64];
+
+	for (unsigned i = 0; snapshot_file(dir, i, path, sizeof(path)); i++)
+		if (path[0])
+			unlink(path);
 	rmdir(dir);
+}
+
+/* path becomes ours (it was written as the jailed VMM's uid); nothing to
+ * do, and no system call the snapshot role lacks, when it is already. */
+static int take_over(const char *path, uid_t uid, gid_t gid, const char **why)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : snap_why(why, -errno, "cannot take over '%s': %s", path,
+						      strerror(errno));
+	if ((st.st_uid != uid || st.st_gid != gid) && lchown(path, uid, gid) < 0)
+		return snap_why(why, -errno, "cannot take over '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* The files a jailed VMM wrote become the caller's. */
+static int give_back(const char *tmp, const char **why)
+{
+	char path[CONFIG_PATH_MAX + 64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int rc = 0;
+
+	for (unsigned i = 0; !rc && snapshot_file(tmp, i, path, sizeof(path)); i++)
+		if (path[0])
+			rc = take_over(path, uid, gid, why);
+	return rc ? rc : take_over(tmp, uid, gid, why);
 }
 
 /* Put the finished tmp directory where dir is: a new name, or swapped
@@ -313,7 +353,10 @@ static int install(const char *tmp, const char *dir, const char **why)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	struct stat st;
+	int rc = give_back(tmp, why);
 
+	if (rc)
+		return rc;
 	if (rename(tmp, dir) == 0)
 		return 0;
 	if (errno != EEXIST && errno != ENOTEMPTY)
@@ -355,35 +398,72 @@ static int open_files(const char *tmp, struct snapshot_fds *fds, const char **wh
 	return 0;
 }
 
-int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
-		     const char **why)
+int vm_snapshot_tmpdir(const char *dir, const struct vm_config *cfg, char *tmp, size_t len,
+		       struct snapshot_sources *src, const char **why)
+{
+	char made[CONFIG_PATH_MAX + 32], abs[PATH_MAX];
+	int rc;
+
+	memset(src, 0, sizeof(*src));
+	rc = image_id_get(cfg->kernel, &src->kernel, why);
+	if (!rc && cfg->rootfs[0]) {
+		src->has_rootfs = true;
+		rc = image_id_get(cfg->rootfs, &src->rootfs, why);
+	}
+	if (rc)
+		return rc;
+	if (snprintf(made, sizeof(made), "%s.tmp-XXXXXX", dir) >= (int)sizeof(made))
+		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	if (!mkdtemp(made))
+		return snap_why(why, -errno, "cannot create a directory beside '%s': %s", dir,
+				strerror(errno));
+	/* Absolute: the jail bind-mounts it at the same path. */
+	if (!realpath(made, abs)) {
+		rc = -errno;
+		rmdir(made);
+		return snap_why(why, rc, "cannot resolve '%s': %s", made, strerror(-rc));
+	}
+	if (snprintf(tmp, len, "%s", abs) >= (int)len) {
+		rmdir(made);
+		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	}
+	return 0;
+}
+
+void vm_snapshot_discard(const char *tmp)
+{
+	remove_snapshot_dir(tmp);
+}
+
+int vm_snapshot_install(const char *tmp, const char *dir, const char **why)
+{
+	int rc = install(tmp, dir, why);
+
+	if (rc)
+		remove_snapshot_dir(tmp);
+	return rc;
+}
+
+int vm_snapshot_save(struct vm *vm, const char *tmp, const struct snapshot_sources *src,
+		     struct snapshot_stats *stats, const char **why)
 {
 	struct snapshot_fds fds = { -1, -1, -1 };
-	char tmp[CONFIG_PATH_MAX + 32], path[CONFIG_PATH_MAX + 64];
+	char path[CONFIG_PATH_MAX + 64];
 	struct snapshot_files f = { 0 };
 	struct snap_writer w;
 	uint64_t t0;
 	int rc;
 
 	memset(stats, 0, sizeof(*stats));
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", dir) >= (int)sizeof(tmp))
-		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
-	rc = image_id_get(vm->cfg->kernel, &f.kernel, why);
-	if (!rc && vm->cfg->rootfs[0]) {
-		f.has_rootfs = true;
-		rc = image_id_get(vm->cfg->rootfs, &f.rootfs, why);
-	}
-	if (rc)
-		return rc;
+	f.kernel = src->kernel;
+	f.has_rootfs = src->has_rootfs;
+	f.rootfs = src->rootfs;
 	rc = vm_pause(vm);
 	if (rc)
 		return snap_why(why, rc, "the VM ended before it could be paused");
 	t0 = clock_now_ns();
 	/* Device work drained: no request is half done once this returns. */
 	event_loop_pause(&vm->io);
-	if (!mkdtemp(tmp))
-		return snap_why(why, -errno, "cannot create a directory beside '%s': %s", dir,
-				strerror(errno));
 	snap_writer_init(&w);
 	rc = open_files(tmp, &fds, why);
 	if (!rc)
@@ -395,10 +475,6 @@ int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stat
 	/* No copy-on-write root: no overlay file. */
 	if (!rc && !f.has_overlay && !snapshot_path(tmp, SNAPSHOT_OVERLAY_ROOT, path, sizeof(path)))
 		unlink(path);
-	if (!rc)
-		rc = install(tmp, dir, why);
-	if (rc)
-		remove_snapshot_dir(tmp);
 	stats->pause_us = (clock_now_ns() - t0) / 1000;
 	return rc;
 }

@@ -64,13 +64,35 @@ struct snapshot_stats {
 	uint64_t pause_us;          /* vCPUs parked to state written */
 };
 
-/* Save the running VM into dir: park every vCPU, stop the I/O thread
- * (device work drained), then write memory, overlays and state into a
- * new directory beside dir and put it in dir's place (an older snapshot
- * there is replaced whole; anything else there is refused). The guest
- * agent must have been quiesced (its connections closed) first. The VM
- * cannot go on afterwards: the caller ends it. 0 or -errno with *why. */
-int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
+/* What a snapshot records of the files the VM was built from, taken
+ * before it runs (and before the jail, which cannot reach them). */
+struct snapshot_sources {
+	struct image_id kernel, rootfs;
+	bool has_rootfs;
+};
+
+/* Before the VM, as the caller: identify cfg's kernel and root image
+ * into *src and make the empty directory a snapshot for dir is written
+ * into, beside dir (tmp: its absolute path). 0 or -errno with *why. */
+int vm_snapshot_tmpdir(const char *dir, const struct vm_config *cfg, char *tmp, size_t len,
+		       struct snapshot_sources *src, const char **why);
+
+/* After a successful save, outside any jail: tmp's files become the
+ * caller's, and tmp takes dir's place (an older snapshot there is
+ * replaced whole; anything else there is refused). On failure tmp is
+ * removed. 0 or -errno with *why. */
+int vm_snapshot_install(const char *tmp, const char *dir, const char **why);
+
+/* Remove tmp and the snapshot files in it (a failed save). */
+void vm_snapshot_discard(const char *tmp);
+
+/* Save the running VM into tmp (vm_snapshot_tmpdir's): park every vCPU,
+ * stop the I/O thread (device work drained), then write memory, overlays
+ * and state. The guest agent must have been quiesced (its connections
+ * closed) first. The VM cannot go on afterwards: the caller ends it. 0
+ * or -errno with *why (what was written stays for vm_snapshot_discard). */
+int vm_snapshot_save(struct vm *vm, const char *tmp, const struct snapshot_sources *src,
+		     struct snapshot_stats *stats,
 		     const char **why) __attribute__((warn_unused_result));
 
 /* A live save's files (mayfly pause, fork): empty regular files open

@@ -282,7 +282,15 @@ Test(cli, jail_and_quota_flags)
 	EXPECT_ERROR(CLI_BOOT, "bad --cpu-quota '1001'", "--cpu-quota", "1001");
 	EXPECT_ERROR(CLI_RUN, "bad --disk-quota '1'", "--disk-quota", "1", "true");
 	EXPECT_ERROR(CLI_RUN, "bad --disk-quota 'lots'", "--disk-quota", "lots", "true");
-	EXPECT_ERROR(CLI_SNAPSHOT, "unknown option '--no-jail'", "--no-jail", "--out", "d");
+	/* snapshot create and mcp run their VM jailed too. */
+	cr_assert_eq(PARSE(CLI_SNAPSHOT, err, "--no-jail", "--uid", "77", "--out", "d"), CLI_OK, "%s", err);
+	cr_assert(c.jail.disabled);
+	cr_assert_eq(c.jail.uid, 77);
+	cr_assert_eq(PARSE(CLI_MCP, err, "--gid", "78", "--cpu-quota", "20", "--disk-quota", "9M"), CLI_OK,
+		     "%s", err);
+	cr_assert_eq(c.jail.gid, 78);
+	cr_assert_eq(c.jail.cpu_pct, 20);
+	cr_assert_eq(c.vm.disk_quota, 9ULL << 20);
 	EXPECT_ERROR(CLI_EXEC, "unknown option '--uid'", "--uid", "5", "--vsock", "s", "true");
 }
 

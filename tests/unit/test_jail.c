@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dir_files.h"
 #include "jail/cgroup.h"
 #include "jail/creds.h"
 
@@ -37,35 +38,6 @@ static void rm_tree(void)
 }
 
 TestSuite(jail, .init = make_root, .fini = rm_tree);
-
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(text, f);
-	fclose(f);
-}
-
-static const char *get(const char *dir, const char *name)
-{
-	static char buf[256];
-	char path[PATH_MAX];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 /* ---- cgroup limits and paths ---- */
 

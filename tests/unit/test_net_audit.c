@@ -21,7 +21,7 @@ static void setup(void)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	cr_assert_eq(audit_open(&log_, path, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(net_audit_start(&na, &log_, "vm-1", true), 0);
+	cr_assert_eq(net_audit_start(&na, &log_, "vm-1"), 0);
 }
 
 static void teardown(void)
@@ -82,7 +82,7 @@ Test(net_audit, without_a_log_nothing_runs_and_everything_is_admitted)
 	struct net_audit none;
 	struct net_outcome o = { .method = "", .host = "", .addr = "", .rule = "", .reason = "" };
 
-	cr_assert_eq(net_audit_start(&none, NULL, "x", true), 0);
+	cr_assert_eq(net_audit_start(&none, NULL, "x"), 0);
 	cr_assert(net_audit_admit(&none, 1000));
 	net_audit_record(&none, &o);
 	net_audit_stop(&none);

@@ -168,7 +168,10 @@ int gate_ask(struct gate *g, json_t *call, uint64_t *start_ns, char *why, size_t
 		snprintf(res.reason, sizeof(res.reason), "the approver could not be asked: out of memory");
 		res.allowed = false;
 	} else {
-		approve_check(&g->approver, text, &res);
+		if (g->spawner)
+			approve_spawner_ask(g->spawner, text, &res);
+		else
+			approve_check(&g->approver, text, &res);
 		free(text);
 	}
 	if (res.allowed)

@@ -9,6 +9,7 @@
 #include "agent/run_opts.h"
 #include "agent/session.h"
 #include "approve.h"
+#include "approve_spawner.h"
 #include "audit.h"
 
 /* What mayfly run / exec exit with when the approver refused a call. */
@@ -17,6 +18,7 @@
 struct gate {
 	struct audit_log *audit;   /* NULL: nothing recorded */
 	struct approver approver;  /* .cmd NULL: every call allowed */
+	struct approve_spawner *spawner;   /* NULL: the approver runs from this process */
 	const char *sandbox;       /* the VM's id, in every record */
 	const char *caller;        /* who asked (run: "cli", mcp: "mcp:<client name>") */
 };

@@ -2,6 +2,8 @@
 #include "agent/mcp.h"
 #include "agent/mcp_tools.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -173,8 +175,12 @@ static void *reader(void *arg)
 {
 	struct mcp_server *s = arg;
 	size_t cap = READ_CHUNK, have = 0, scan = 0, max = s->line_max ? s->line_max : MCP_LINE_MAX;
-	char *buf = malloc(cap);
+	char *buf;
 	bool skipping = false;   /* dropping the rest of an overlong line */
+
+	thread_set_name("mcp-in");
+	seccomp_enter(SECCOMP_ROLE_AGENT);
+	buf = malloc(cap);
 
 	while (buf) {
 		struct pollfd p[2] = { { .fd = s->in_fd, .events = POLLIN },
@@ -334,6 +340,8 @@ static void *watcher(void *arg)
 	struct pollfd p[2] = { { .fd = s->stop_fd, .events = POLLIN },
 			       { .fd = s->quit[0], .events = POLLIN } };
 
+	thread_set_name("mcp-stop");
+	seccomp_enter(SECCOMP_ROLE_AGENT);
 	while (poll(p, 2, -1) < 0 && errno == EINTR)
 		;
 	pthread_mutex_lock(&s->lock);
@@ -343,13 +351,12 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
-int mcp_serve(struct mcp_server *s)
+int mcp_start(struct mcp_server *s)
 {
-	pthread_t rd, wt;
-	bool watching = false;
-	json_t *msg;
 	int rc = 0;
 
+	if (s->started)
+		return 0;
 	pthread_mutex_init(&s->out_lock, NULL);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
@@ -363,12 +370,58 @@ int mcp_serve(struct mcp_server *s)
 		rc = -errno;
 		goto out_sigs;
 	}
-	if (pthread_create(&rd, NULL, reader, s)) {
+	if (pthread_create(&s->rd, NULL, reader, s)) {
 		rc = -EAGAIN;
 		goto out_quit;
 	}
 	if (s->stop_fd >= 0)
-		watching = !pthread_create(&wt, NULL, watcher, s);
+		s->watching = !pthread_create(&s->wt, NULL, watcher, s);
+	s->started = true;
+	return 0;
+
+out_quit:
+	close(s->quit[0]);
+	close(s->quit[1]);
+out_sigs:
+	close(s->sigs[0]);
+	close(s->sigs[1]);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->out_lock);
+	return rc;
+}
+
+void mcp_stop(struct mcp_server *s)
+{
+	if (!s->started)
+		return;
+	if (write(s->quit[1], "", 1) != 1)
+		log_warn("mcp: cannot stop the reader: %s", strerror(errno));
+	pthread_join(s->rd, NULL);
+	if (s->watching)
+		pthread_join(s->wt, NULL);
+	while (s->qlen) {
+		json_decref(s->queue[s->qhead]);
+		s->qhead = (s->qhead + 1) % MCP_QUEUE_MAX;
+		s->qlen--;
+	}
+	close(s->quit[0]);
+	close(s->quit[1]);
+	close(s->sigs[0]);
+	close(s->sigs[1]);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->out_lock);
+	s->started = s->watching = false;
+}
+
+int mcp_serve(struct mcp_server *s)
+{
+	json_t *msg;
+	int rc = mcp_start(s);
+
+	if (rc)
+		return rc;
 	while (!rc && (msg = next(s))) {
 		rc = serve(s, msg);
 		pthread_mutex_lock(&s->lock);
@@ -379,24 +432,6 @@ int mcp_serve(struct mcp_server *s)
 		while (read(s->sigs[0], &(uint8_t){ 0 }, 1) == 1)
 			;
 	}
-	if (write(s->quit[1], "", 1) != 1)
-		log_warn("mcp: cannot stop the reader: %s", strerror(errno));
-	pthread_join(rd, NULL);
-	if (watching)
-		pthread_join(wt, NULL);
-	while (s->qlen) {
-		json_decref(s->queue[s->qhead]);
-		s->qhead = (s->qhead + 1) % MCP_QUEUE_MAX;
-		s->qlen--;
-	}
-out_quit:
-	close(s->quit[0]);
-	close(s->quit[1]);
-out_sigs:
-	close(s->sigs[0]);
-	close(s->sigs[1]);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
-	pthread_mutex_destroy(&s->out_lock);
+	mcp_stop(s);
 	return rc;
 }

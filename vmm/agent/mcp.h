@@ -56,6 +56,8 @@ struct mcp_server {
 	int sigs[2];                  /* pipe: SIGKILL for the running command */
 	int quit[2];                  /* pipe: the worker tells the reader to stop */
 	char caller[80];              /* "mcp:<clientInfo.name>" */
+	bool started, watching;       /* mcp_start ran; the watcher runs */
+	pthread_t rd, wt;             /* the reader and the watcher */
 };
 
 /* Serve the client until its input ends (0), stop_fd fires, out_fd
@@ -65,6 +67,16 @@ struct mcp_server {
  * notifications/cancelled are handled as they arrive (a cancelled
  * run_command is killed and gets no answer). */
 int mcp_serve(struct mcp_server *s);
+
+/* Start the session's reader and watcher threads (each enters the agent
+ * seccomp role first) without serving yet: a jailed VM process does it
+ * before its agent thread starts (vm_agent's start_threads). mcp_serve
+ * starts them itself otherwise. 0 or -errno (nothing left started). */
+int mcp_start(struct mcp_server *s);
+
+/* Stop and join them, free the queue: after mcp_serve (which does it
+ * itself) or instead of it. Idempotent. */
+void mcp_stop(struct mcp_server *s);
 
 /* Send one message (a line) to the client. 0 or -errno. Thread-safe. */
 int mcp_send(struct mcp_server *s, json_t *msg);

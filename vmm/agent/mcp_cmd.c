@@ -21,6 +21,8 @@ struct mcp_ctx {
 	struct vm_agent va;
 	struct mcp_server srv;
 	struct gate gate;
+	struct approve_spawner spawner;
+	struct jail jail;
 	struct audit_log audit;
 	struct snapshot snap;
 	struct vm_config restored;
@@ -33,11 +35,43 @@ static void mcp_job(struct vm_agent *va, void *opaque)
 	struct mcp_ctx *ctx = opaque;
 
 	ctx->srv.client = &va->client;
-	ctx->srv.stop_fd = va->cancel_fd;
 	ctx->served = mcp_serve(&ctx->srv);
 	if (ctx->served)
 		log_say("mcp: the session ended: %s", ctx->served == -EPIPE ?
 			"the guest agent connection or the audit log failed" : strerror(-ctx->served));
+}
+
+/* In the VM process, jailed, before any VM thread: the session's reader
+ * and watcher, which stop with the VM (cancel_fd). */
+static int mcp_threads(struct vm_agent *va, void *opaque)
+{
+	struct mcp_ctx *ctx = opaque;
+
+	ctx->srv.stop_fd = va->cancel_fd;
+	return mcp_start(&ctx->srv);
+}
+
+/* The VM process's part (jailed, or this process with --no-jail). */
+static int mcp_vm(struct mcp_ctx *ctx, const struct vm_config *cfg, uint64_t start_ns)
+{
+	int code;
+
+	ctx->va.job = mcp_job;
+	ctx->va.opaque = ctx;
+	ctx->va.jail = &ctx->jail;
+	ctx->va.start_threads = mcp_threads;
+	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
+	/* The job never ran (a failed build, an agent that never answered):
+	 * its threads were started all the same. */
+	mcp_stop(&ctx->srv);
+	vm_agent_destroy(&ctx->va);
+	if (!ctx->va.built)
+		return RUN_EXIT_MAYFLY;   /* vm_build logged why */
+	if (ctx->va.job_done && code == 0)
+		return ctx->served ? RUN_EXIT_AGENT : 0;   /* the job stopped the VM */
+	/* A signal, a guest crash, a lost agent: the VM ended first. */
+	log_say("the VM ended before the session did: %s", ctx->va.vm.exit_reason);
+	return code >= 128 || code == RUN_EXIT_AGENT ? code : RUN_EXIT_MAYFLY;
 }
 
 int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
@@ -66,7 +100,7 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
 	if (!code) {
 		ctx->srv = (struct mcp_server){
-			.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .gate = &ctx->gate,
+			.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .stop_fd = -1, .gate = &ctx->gate,
 			.limits = {
 				.call_timeout_s = c->run.call_timeout_s,
 				.max_get_bytes = c->run.max_get_bytes < MCP_MAX_OUTPUT ?
@@ -76,26 +110,13 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 				.max_timeout_s = RUN_MAX_TIMEOUT_S,
 			},
 		};
-		ctx->va.job = mcp_job;
-		ctx->va.opaque = ctx;
-		/* Its job starts the session's reader and watcher threads and
-		 * spawns approvers: the agent thread stays unfiltered (the VM's
-		 * own threads and this one are). */
-		ctx->va.unconfined = true;
-		code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
-		vm_agent_destroy(&ctx->va);
-		if (ctx->restoring)
-			snapshot_free(&ctx->snap);
-		if (!ctx->va.built) {
-			code = RUN_EXIT_MAYFLY;   /* vm_build logged why */
-		} else if (ctx->va.job_done && code == 0) {
-			code = ctx->served ? RUN_EXIT_AGENT : 0;   /* the job stopped the VM */
-		} else {
-			/* A signal, a guest crash, a lost agent: the VM ended first. */
-			log_say("the VM ended before the session did: %s", ctx->va.vm.exit_reason);
-			code = code >= 128 || code == RUN_EXIT_AGENT ? code : RUN_EXIT_MAYFLY;
-		}
+		code = run_start_spawner(&ctx->gate, &ctx->spawner);
+		if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
+			code = mcp_vm(ctx, cfg, start_ns);
+		approve_spawner_stop(&ctx->spawner);
 	}
+	if (ctx->restoring)
+		snapshot_free(&ctx->snap);
 	gate_close(&ctx->gate);
 	free(ctx);
 	return code;

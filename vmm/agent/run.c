@@ -46,6 +46,7 @@ struct run_ctx {
 	bool restoring;
 	struct vm_config restored;    /* its config, with this run's own fields */
 	struct gate gate;             /* --approve, --audit */
+	struct approve_spawner spawner;   /* --approve: runs the approver outside the jail */
 	struct audit_log audit;
 	struct jail jail;
 	struct net_run net;           /* --allow-net: its broker forked before the jail */
@@ -294,7 +295,7 @@ int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
 	if (c->snapshot) {
 		snprintf(dir, sizeof(dir), "%s", c->snapshot);
 	} else {
-		code = snapcache_get(&c->vm, dir, sizeof(dir), c->verbose);
+		code = snapcache_get(&c->vm, dir, sizeof(dir), c->verbose, &c->jail);
 		if (code)
 			return code < 0 ? 0 : code;
 	}
@@ -372,12 +373,6 @@ static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t sta
 	ctx->va.jail = &ctx->jail;
 	ctx->va.job = run_job;
 	ctx->va.opaque = ctx;
-	ctx->va.unconfined = ctx->o->approve_cmd != NULL;
-	/* Documented (README, docs/security.md); a warning on every run would
-	 * be noise in the one line a refusal gets. */
-	if (ctx->va.unconfined && seccomp_enabled())
-		log_info("--approve: the agent thread, which spawns the approver, runs without its "
-			 "seccomp filter (every other thread keeps its own)");
 	ctx->va.signal_hook = run_signal_hook;
 	code = vm_agent_run(&ctx->va, cfg, ctx->restoring ? &ctx->snap : NULL, start_ns);
 	vm_agent_destroy(&ctx->va);
@@ -401,6 +396,23 @@ static int run_vm(struct run_ctx *ctx, const struct vm_config *cfg, uint64_t sta
 	return code;
 }
 
+int run_start_spawner(struct gate *g, struct approve_spawner *s)
+{
+	int rc;
+
+	s->fd = -1;
+	s->pid = 0;
+	if (!g->approver.cmd)
+		return 0;
+	rc = approve_spawner_start(s, &g->approver);
+	if (rc) {
+		log_say("cannot start the approver's spawner: %s", strerror(-rc));
+		return RUN_EXIT_MAYFLY;
+	}
+	g->spawner = s;
+	return 0;
+}
+
 static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 {
 	const struct vm_config *cfg;
@@ -417,20 +429,17 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
 	if (!code)
 		code = open_files(ctx, &c->run);
-	/* The broker before the jail and the filters: it keeps the host's network. */
+	/* The broker and the approver's spawner before the jail and the
+	 * filters: one keeps the host's network, the other its shell. */
 	if (!code && net_run_start(&ctx->net, &c->net, c->jail.uid, c->jail.gid))
 		code = RUN_EXIT_MAYFLY;
 	ctx->net.audit_log = ctx->gate.audit;
 	ctx->va.net = &ctx->net;
-	/* The approver runs `sh -c CMD` on the host for each call, from the
-	 * VM's agent thread: a jailed VM process has no host to run it on. */
-	if (!code && c->run.approve_cmd && !c->jail.disabled)
-		log_warn("jail: not applied with --approve, whose approver runs in the VMM's "
-			 "process (docs/security.md)");
-	if (!code && c->run.approve_cmd)
+	if (!code)
+		code = run_start_spawner(&ctx->gate, &ctx->spawner);
+	if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
 		code = run_vm(ctx, cfg, start_ns);
-	else if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
-		code = run_vm(ctx, cfg, start_ns);
+	approve_spawner_stop(&ctx->spawner);
 	net_run_stop(&ctx->net);
 	gate_close(&ctx->gate);
 	close_files(ctx, &c->run, &code);

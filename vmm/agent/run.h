@@ -23,4 +23,12 @@ int cmd_cp(struct cli *c, int argc, char **argv);
 int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
 		  struct vm_config *restored, const struct vm_config **cfg);
 
+struct gate;
+struct approve_spawner;
+/* With --approve (g's approver has a command), before jail_start: fork
+ * the approver's spawner (approve_spawner.h) and route g's calls to it,
+ * so the VM process goes jailed and filtered. s is set up either way
+ * (approve_spawner_stop is safe on it). 0, or the exit code after one line. */
+int run_start_spawner(struct gate *g, struct approve_spawner *s);
+
 #endif

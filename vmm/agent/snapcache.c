@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KEY_CHARS 32   /* 128 bits of the sha256: names, not secrets */
@@ -79,44 +81,45 @@ static int mkdirs(const char *path)
 	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-struct maker {
-	const struct vm_config *cfg;
-	const char *dir;
-	uint64_t start_ns;
-	bool show_output;
-	int code;
-};
-
-static void *maker_thread(void *arg)
+/* The default snapshot is made by a child process (single-threaded, as
+ * we are here): its jail's namespaces, its VM's seccomp filters (the
+ * "main" role forbids a new file, VM or thread) and, unjailed, the VM
+ * itself stay there, and this process, unconfined, builds the run's own
+ * VM after it. SIGINT, SIGTERM and SIGHUP stay blocked here meanwhile,
+ * for that VM's signalfd; the child's jail supervisor passes on what it
+ * is sent, and dies with us. */
+static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t start_ns,
+			 bool show_output, const struct jail_config *jc)
 {
-	struct maker *m = arg;
-
-	m->code = snapshot_make(m->cfg, NULL, 0, m->dir, m->start_ns, m->show_output);
-	return NULL;
-}
-
-/* The default snapshot's VM runs on a thread of its own: its "main"
- * seccomp role (no new file, VM or thread) ends with that thread, and
- * this one, still unconfined, builds the run's own VM after it. Signals
- * stay blocked here, for that VM's signalfd, as vm_run leaves them. */
-static int make_on_thread(const struct vm_config *cfg, const char *dir, uint64_t start_ns,
-			  bool show_output)
-{
-	struct maker m = { cfg, dir, start_ns, show_output, RUN_EXIT_MAYFLY };
-	pthread_t thread;
-	int rc;
+	pid_t parent = getpid(), child;
+	int status;
 
 	thread_block_stop_signals();
-	rc = thread_start(&thread, maker_thread, &m);
-	if (rc) {
-		log_say("cannot start a thread for the default snapshot: %s", strerror(-rc));
+	fflush(NULL);   /* nothing buffered is written twice */
+	child = fork();
+	if (child < 0) {
+		log_say("cannot fork for the default snapshot: %s", strerror(errno));
 		return RUN_EXIT_MAYFLY;
 	}
-	pthread_join(thread, NULL);
-	return m.code;
+	if (child == 0) {
+		int code = RUN_EXIT_MAYFLY;
+
+		/* Nothing of the run's (its audit log, the terminal, the cache's
+		 * lock) goes into the snapshot's jail. */
+		closefrom(STDERR_FILENO + 1);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 && getppid() == parent)
+			code = snapshot_make(cfg, NULL, 0, dir, start_ns, show_output, jc);
+		fflush(NULL);
+		_exit(code);
+	}
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return RUN_EXIT_MAYFLY;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose)
+int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose,
+		  const struct jail_config *jc)
 {
 	char cache[CONFIG_PATH_MAX], key[KEY_CHARS + 1], lock[CONFIG_PATH_MAX + 64];
 	const char *why = "", *what = "";
@@ -157,7 +160,7 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		log_say("making the default snapshot for this kernel and root image, once "
 			"(a cold boot; later runs restore it; --cold skips it)");
 		t0 = clock_now_ns();
-		code = make_on_thread(cfg, dir, t0, verbose > 0);
+		code = make_in_child(cfg, dir, t0, verbose > 0, jc);
 		if (!code)
 			log_say("default snapshot ready in %.1f s: %s", (double)(clock_now_ns() - t0) / 1e9,
 				dir);

@@ -24,7 +24,10 @@ struct make_ctx {
 	struct vm_agent va;
 	char *const *setups;
 	int nsetup;
-	const char *out;
+	const char *tmp;            /* where the snapshot is written (vm_snapshot_tmpdir) */
+	const char *out;            /* unjailed (no namespaces): installed here, from tmp */
+	bool installed;
+	struct snapshot_sources src;
 	bool show_output;           /* the setup commands' output to our stderr */
 	int code;                   /* what the job ended with */
 	char error[320];
@@ -113,34 +116,36 @@ static void make_job(struct vm_agent *va, void *opaque)
 		make_fail(m, RUN_EXIT_AGENT, "%s", why);
 		return;
 	}
-	rc = vm_snapshot_save(&va->vm, m->out, &m->stats, &why);
+	rc = vm_snapshot_save(&va->vm, m->tmp, &m->src, &m->stats, &why);
+	if (!rc && m->out)
+		rc = vm_snapshot_install(m->tmp, m->out, &why);
 	if (rc) {
 		make_fail(m, RUN_EXIT_MAYFLY, "cannot save the snapshot: %s", why);
 		return;
 	}
+	m->installed = m->out != NULL;
 	m->code = 0;
 }
 
-int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
-		  uint64_t start_ns, bool show_output)
+/* Unjailed, the main thread is filtered once the VM ran: what was not
+ * installed is removed here, on the agent thread, however it ended. */
+static void make_end(struct vm_agent *va, void *opaque)
 {
-	struct make_ctx *m = calloc(1, sizeof(*m));   /* large: the client's buffers */
-	int code;
+	struct make_ctx *m = opaque;
 
-	if (!m) {
-		log_say("out of memory");
-		return RUN_EXIT_MAYFLY;
-	}
-	m->va.cancel_fd = -1;
-	m->va.job = make_job;
-	m->va.saves_snapshot = true;
-	m->va.opaque = m;
-	m->setups = setups;
-	m->nsetup = nsetup;
-	m->out = out;
-	m->show_output = show_output;
-	m->code = RUN_EXIT_MAYFLY;
-	code = vm_agent_run(&m->va, cfg, NULL, start_ns);
+	(void)va;
+	if (m->out && !m->installed)
+		vm_snapshot_discard(m->tmp);
+	m->installed = true;   /* gone either way: nobody else touches tmp */
+}
+
+/* The VM process's part (jailed, or this process unjailed): boot, set
+ * up, save into m->tmp. Its exit code. */
+static int make_vm(struct make_ctx *m, const struct vm_config *cfg, const char *out,
+		   uint64_t start_ns)
+{
+	int code = vm_agent_run(&m->va, cfg, NULL, start_ns);
+
 	vm_agent_destroy(&m->va);
 	if (m->va.job_done && !m->code) {
 		log_info("snapshot in '%s': %llu KiB of memory, %llu KiB of disk overlay, %zu bytes "
@@ -158,6 +163,66 @@ int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, 
 			code = code == RUN_EXIT_AGENT ? RUN_EXIT_AGENT : RUN_EXIT_MAYFLY;
 		log_say("snapshot create: %s", m->error[0] ? m->error :
 			m->va.vm.exit_reason[0] ? m->va.vm.exit_reason : "the VM could not be built");
+	}
+	return code;
+}
+
+int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
+		  uint64_t start_ns, bool show_output, const struct jail_config *jc)
+{
+	struct make_ctx *m = calloc(1, sizeof(*m));   /* large: the client's buffers */
+	char tmp[CONFIG_PATH_MAX + 32];
+	struct jail_config jail_cfg = *jc;
+	struct jail jail;
+	const char *why = "";
+	int code, rc;
+
+	if (!m) {
+		log_say("out of memory");
+		return RUN_EXIT_MAYFLY;
+	}
+	/* Made here, as the caller; the jailed VM writes into it; whoever is
+	 * outside the jail puts it in out's place once the VM succeeded. */
+	rc = vm_snapshot_tmpdir(out, cfg, tmp, sizeof(tmp), &m->src, &why);
+	if (rc) {
+		log_say("snapshot create: %s", why);
+		free(m);
+		return RUN_EXIT_MAYFLY;
+	}
+	m->va.cancel_fd = -1;
+	m->va.job = make_job;
+	m->va.saves_snapshot = true;
+	m->va.opaque = m;
+	m->va.jail = &jail;
+	m->setups = setups;
+	m->nsetup = nsetup;
+	m->tmp = tmp;
+	m->show_output = show_output;
+	m->code = RUN_EXIT_MAYFLY;
+	jail_cfg.writable_dir = tmp;
+	if (jail_start(&jail, &jail_cfg, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM) {
+		if (!jail.inside) {
+			/* No namespaces (--no-jail, or no user namespace): the
+			 * agent thread installs or removes it, as the VM ends. */
+			m->out = out;
+			m->va.job_end = make_end;
+		}
+		code = make_vm(m, cfg, out, start_ns);
+		/* Jailed, the supervisor outside installs it. The agent thread
+		 * never started (the build failed): nothing filtered us yet. */
+		if (!jail.inside && !m->installed)
+			vm_snapshot_discard(tmp);
+		free(m);
+		return code;
+	}
+	if (code == 0) {
+		rc = vm_snapshot_install(tmp, out, &why);
+		if (rc) {
+			log_say("snapshot create: cannot save the snapshot: %s", why);
+			code = RUN_EXIT_MAYFLY;
+		}
+	} else {
+		vm_snapshot_discard(tmp);
 	}
 	free(m);
 	return code;
@@ -201,5 +266,5 @@ int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	log_init(c->vm.id, c->vm.log_level);
 	if (seccomp_setup(c->no_seccomp))
 		return RUN_EXIT_MAYFLY;
-	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true);
+	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true, &c->jail);
 }

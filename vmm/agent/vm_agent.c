@@ -110,18 +110,13 @@ static int tell_net(struct agent_client *c, uint64_t deadline_ns, const char **w
 	return request_ok(c, id, proto_end(&w), "NET", deadline_ns, why);
 }
 
-static void *agent_thread(void *arg)
+static void agent_work(struct vm_agent *va)
 {
-	struct vm_agent *va = arg;
 	const char *why = "";
 	int rc;
 
-	/* A filter is inherited across execve: an approver spawned from here
-	 * would run under it (and could not even map its libraries). */
-	if (!va->unconfined)
-		seccomp_enter(va->saves_snapshot ? SECCOMP_ROLE_SNAPSHOT : SECCOMP_ROLE_AGENT);
 	if (!wait_guest_init(va))
-		return NULL;
+		return;
 	/* From the VM's build, not the process's start: making the default snapshot
 	 * first (hashing a root image of hundreds of MiB, a cold boot) is not this
 	 * VM's boot. */
@@ -134,7 +129,7 @@ static void *agent_thread(void *arg)
 	if (rc) {
 		if (rc != -ECANCELED)
 			vm_stop(&va->vm, RUN_EXIT_AGENT, "%s", why);
-		return NULL;
+		return;
 	}
 	/* Freshened: host clients held in the backlog come in now. */
 	if (va->vm.snap && va->vm.vsock)
@@ -143,13 +138,26 @@ static void *agent_thread(void *arg)
 	log_info("guest agent ready after %.1f ms", (double)(va->ready_ns - va->start_ns) / 1e6);
 	if (!va->job) {
 		agent_client_close(&va->client);   /* freshened: the VM is the user's now */
-		return NULL;
+		return;
 	}
 	va->job(va, va->opaque);
 	va->job_done = true;
 	/* Nothing in the VM is worth keeping: end it now, no guest shutdown. */
 	if (!va->keep_running)
 		vm_stop(&va->vm, 0, "job finished");
+}
+
+static void *agent_thread(void *arg)
+{
+	struct vm_agent *va = arg;
+
+	/* The approver runs in the spawner (approve_spawner.h): nothing of
+	 * ours is ever exec'd, so this thread is always filtered. */
+	thread_set_name(va->saves_snapshot ? "snapshot" : "agent");
+	seccomp_enter(va->saves_snapshot ? SECCOMP_ROLE_SNAPSHOT : SECCOMP_ROLE_AGENT);
+	agent_work(va);
+	if (va->job_end)
+		va->job_end(va, va->opaque);
 	return NULL;
 }
 
@@ -184,8 +192,12 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	}
 	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
 	thread_block_stop_signals();
-	if (va->net && net_run_audit(va->net, va->unconfined))
+	if (va->net && net_run_audit(va->net))
 		return EXIT_INTERNAL;
+	if (va->start_threads && va->start_threads(va, va->opaque)) {
+		log_error("cannot start the job's threads");
+		return EXIT_INTERNAL;
+	}
 	if (pthread_create(&thread, NULL, agent_thread, va)) {
 		log_error("cannot start the agent thread");
 		return EXIT_INTERNAL;

@@ -31,12 +31,18 @@ struct vm_agent {
 	void *opaque;
 	bool keep_running;            /* the job's end does not end the VM */
 	bool saves_snapshot;          /* the job saves the VM: the snapshot seccomp role */
-	bool unconfined;              /* the job spawns processes (--approve): no filter */
 	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
 	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
 	struct jail *jail;            /* entered between vm_build and the first thread; or NULL */
 	struct net_run *net;          /* --allow-net: attached after the build, the agent told
 	                               * to serve the proxy; or NULL */
+	/* NULL, or called on the main thread once the jail is entered, before
+	 * any VM thread starts: the job's own threads, each of which enters
+	 * its seccomp role first. 0, or the run fails with EXIT_INTERNAL. */
+	int (*start_threads)(struct vm_agent *va, void *opaque);
+	/* NULL, or called last on the agent thread (under its filter), however
+	 * it ends: whether or not the job ran. */
+	void (*job_end)(struct vm_agent *va, void *opaque);
 	struct ctl_server *ctl;       /* boot --vsock: started after the jail (the caller stops it) */
 };
 

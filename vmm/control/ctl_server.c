@@ -381,6 +381,7 @@ static void *ctl_thread(void *arg)
 {
 	struct ctl_server *s = arg;
 
+	thread_set_name("ctl");
 	seccomp_enter(SECCOMP_ROLE_SNAPSHOT);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN },

@@ -1,6 +1,7 @@
 /* jail.c - the VMM's jail: a supervisor process outside, the VM in namespaces, pivot_root, a cgroup and no privileges inside (docs/security.md). */
 #include "jail/jail.h"
 #include "jail/creds.h"
+#include "jail/lease.h"
 #include "jail/ns.h"
 #include "control/ctl_msg.h"
 #include "exitcode.h"
@@ -58,6 +59,7 @@ void jail_config_init(struct jail_config *jc)
 	jc->uid = JAIL_DEFAULT_UID;
 	jc->gid = JAIL_DEFAULT_GID;
 	jc->cpu_pct = JAIL_DEFAULT_CPU_PCT;
+	jc->writable_dir = NULL;
 }
 
 /* The --vsock socket's directory, absolute: it is bind-mounted into the
@@ -76,30 +78,30 @@ static int vsock_dir(struct jail *j, const char *path)
 	return 0;
 }
 
-/* An empty directory of our own: root's under JAIL_ROOT_BASE, anyone
- * else's under $TMPDIR. */
+/* An empty directory of our own, leased (jail/lease.h): root's under
+ * JAIL_ROOT_BASE, anyone else's under $TMPDIR. What supervisors killed
+ * before their cleanup left there goes first: root's cgroups too (only
+ * root's base is closed to others, who could name a cgroup otherwise). */
 static int make_jail_dir(struct jail *j, const struct vm_config *cfg)
 {
-	const char *tmp = getenv("TMPDIR");
-	int n;
+	const char *tmp = getenv("TMPDIR"), *base = tmp && tmp[0] == '/' ? tmp : "/tmp";
+	const char *prefix = "mayfly-jail-";
+	int rc;
 
 	if (j->root) {
 		mkdir("/run", 0755);
 		if (mkdir(JAIL_ROOT_BASE, 0755) < 0 && errno != EEXIST)
 			return -errno;
-		n = snprintf(j->dir, sizeof(j->dir), "%s/jail-%s-XXXXXX", JAIL_ROOT_BASE, cfg->id);
-	} else {
-		n = snprintf(j->dir, sizeof(j->dir), "%s/mayfly-jail-%s-XXXXXX",
-			     tmp && tmp[0] == '/' ? tmp : "/tmp", cfg->id);
+		base = JAIL_ROOT_BASE;
+		prefix = "jail-";
 	}
-	if (n >= (int)sizeof(j->dir))
-		return -ENAMETOOLONG;
-	if (!mkdtemp(j->dir)) {
-		j->dir[0] = '\0';
-		return -errno;
-	}
-	/* The VM's uid must be able to look up the socket directory in it. */
-	chmod(j->dir, 0755);
+	rc = lease_sweep(base, prefix, j->root ? CGROUP_ROOT "/" CGROUP_PARENT : NULL);
+	if (rc > 0)
+		log_info("jail: removed %d jail(s) left by killed supervisors", rc);
+	rc = lease_take(&j->lease, base, prefix, cfg->id);
+	if (rc)
+		return rc;
+	snprintf(j->dir, sizeof(j->dir), "%s", j->lease.dir);
 	return 0;
 }
 
@@ -110,7 +112,6 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 	struct cgroup_limits lim;
 	struct statfs fs;
 	const char *why = "";
-	char name[64];
 	int rc;
 
 	if (statfs(CGROUP_ROOT, &fs) < 0 || fs.f_type != CGROUP2_SUPER_MAGIC) {
@@ -123,8 +124,7 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 	}
 	cgroup_limits_for(cfg->mem_mib, cfg->rootfs[0] ? cfg->disk_quota : 0, cfg->cpus,
 			  jc->cpu_pct, &lim);
-	snprintf(name, sizeof(name), "vm-%s-%d", cfg->id, (int)getpid());
-	rc = cgroup_create(&j->cgroup, CGROUP_ROOT, name, &lim, &why);
+	rc = cgroup_create(&j->cgroup, CGROUP_ROOT, j->lease.cgroup_name, &lim, &why);
 	if (rc)
 		log_warn("jail: %s (%s): no memory, pids or cpu quota", why, strerror(-rc));
 	else if (j->cgroup.missing[0])
@@ -141,12 +141,21 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was_there)
 {
 	char path[CONFIG_PATH_MAX];
+	bool removed = true;
 	struct stat st;
+	int rc;
 
-	if (j->dir[0] && rmdir(j->dir) < 0)
+	if (j->dir[0] && rmdir(j->dir) < 0) {
 		log_warn("cannot remove the jail directory '%s': %s", j->dir, strerror(errno));
-	if (cgroup_remove(&j->cgroup, CGROUP_RMDIR_WAIT_MS))
-		log_warn("cannot remove the cgroup '%s': %s", j->cgroup.path, strerror(errno));
+		removed = false;
+	}
+	rc = cgroup_remove(&j->cgroup, CGROUP_RMDIR_WAIT_MS);
+	if (rc) {
+		log_warn("cannot remove the cgroup '%s': %s", j->cgroup.path, strerror(-rc));
+		removed = false;
+	}
+	/* What could not go now is the next mayfly's to remove. */
+	lease_release(&j->lease, removed);
 	/* The jailed VM may not unlink its socket (its directory is not the
 	 * VM uid's); one that was not there before it started is its own. */
 	if (cfg->vsock_path[0] && !socket_was_there && lstat(cfg->vsock_path, &st) == 0 &&
@@ -219,7 +228,9 @@ static int become_vm(struct jail *j, int alive, const sigset_t *set)
 	creds_die_with_parent(SIGKILL, 0);
 	if (poll(&p, 1, 0) != 0)
 		return -ESRCH;   /* it died before the prctl: nobody would kill us */
-	close(alive);
+	/* Kept: the uid drop clears PDEATHSIG, which jail_enter sets again. */
+	j->alive_fd = alive;
+	lease_drop(&j->lease);   /* the supervisor's to hold, not ours */
 	/* As PID 1 of its namespace this process gets no signal it has no
 	 * handler for, unless it is blocked: SIGINT, SIGTERM and SIGHUP stay
 	 * blocked (queued) until vm_run reads them from its signalfd. */
@@ -253,6 +264,8 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	int rc, pidns, alive[2];
 
 	memset(j, 0, sizeof(*j));
+	j->lease.fd = -1;
+	j->alive_fd = -1;
 	*code = fail_code;
 	if (jc->disabled) {
 		log_warn("--no-jail: the VMM keeps every privilege of this process, with no "
@@ -287,6 +300,16 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	if (rc) {
 		log_say("jail: cannot create a jail directory: %s", strerror(-rc));
 		return JAIL_SUPERVISOR_DONE;
+	}
+	if (jc->writable_dir) {
+		snprintf(j->writable_dir, sizeof(j->writable_dir), "%s", jc->writable_dir);
+		/* Its files are handed back to us once the VM is done. */
+		if (j->root && chown(j->writable_dir, j->uid, j->gid) < 0) {
+			log_say("jail: cannot give '%s' to the VM's uid: %s", j->writable_dir,
+				strerror(errno));
+			cleanup(j, cfg, socket_was_there);
+			return JAIL_SUPERVISOR_DONE;
+		}
 	}
 	make_cgroup(j, jc, cfg);
 	/* The supervisor dies with our caller; the VM with the supervisor. */
@@ -343,7 +366,7 @@ err_pidns:
 
 int jail_enter(struct jail *j, const struct vm_config *cfg)
 {
-	const char *keep[1], *what = "";
+	const char *keep[2], *what = "";
 	int nkeep = 0, rc;
 
 	if (!j->inside && !j->restrict_only)
@@ -351,6 +374,8 @@ int jail_enter(struct jail *j, const struct vm_config *cfg)
 	if (j->inside) {
 		if (j->vsock_dir[0])
 			keep[nkeep++] = j->vsock_dir;
+		if (j->writable_dir[0])
+			keep[nkeep++] = j->writable_dir;
 		/* A relative --vsock path resolves against the same directory. */
 		rc = ns_pivot_root(j->dir, keep, nkeep,
 				   cfg->vsock_path[0] && cfg->vsock_path[0] != '/' ? j->cwd : NULL,
@@ -371,6 +396,18 @@ int jail_enter(struct jail *j, const struct vm_config *cfg)
 		rc = -errno, what = "PR_SET_DUMPABLE for the sanitizer";
 	if (rc)
 		goto err;
+	if (j->inside) {
+		/* Changing the uid cleared PDEATHSIG (commit_creds): set it again,
+		 * then check the supervisor did not die in between. */
+		struct pollfd p = { .fd = j->alive_fd, .events = POLLIN };
+
+		if (!creds_die_with_parent(SIGKILL, 0) || poll(&p, 1, 0) != 0) {
+			log_say("jail: the supervisor is gone");
+			return EXIT_INTERNAL;
+		}
+		close(j->alive_fd);
+		j->alive_fd = -1;
+	}
 	if (j->inside)
 		log_info("jail: in '%s' as uid %u gid %u, no capabilities, no_new_privs", j->dir,
 			 (unsigned)j->uid, (unsigned)j->gid);

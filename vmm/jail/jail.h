@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "jail/cgroup.h"
+#include "jail/lease.h"
 
 #define JAIL_DEFAULT_UID     65534   /* "nobody" */
 #define JAIL_DEFAULT_GID     65534   /* "nogroup" */
@@ -20,6 +21,10 @@ struct jail_config {
 	uid_t uid;                 /* started as root: the ids the VMM drops to */
 	gid_t gid;
 	unsigned cpu_pct;          /* cpu.max: percent of a host CPU per vCPU */
+	/* Not an option: an absolute directory the jailed VM writes into
+	 * (snapshot create's new snapshot), given to the VM's uid and
+	 * bind-mounted into the jail at the same path. NULL: none. */
+	const char *writable_dir;
 };
 
 /* Defaults: enabled, 65534:65534, 100%. */
@@ -34,9 +39,12 @@ struct jail {
 	gid_t gid;
 	char dir[CONFIG_PATH_MAX]; /* the jail directory on the host */
 	char vsock_dir[CONFIG_PATH_MAX];   /* boot --vsock: the socket's directory, kept */
+	char writable_dir[CONFIG_PATH_MAX];   /* jail_config's, kept */
 	ino_t ctl_before;          /* boot --vsock: PATH.ctl's inode before the VM (0: none) */
 	char cwd[CONFIG_PATH_MAX];
 	struct cgroup cgroup;
+	struct lease lease;        /* owns dir and cgroup while the supervisor lives */
+	int alive_fd;              /* the VM: hung up once the supervisor is gone; -1 */
 };
 
 enum jail_role {

@@ -47,13 +47,13 @@ int net_run_attach(struct net_run *n, struct vm *vm)
 	return 0;
 }
 
-int net_run_audit(struct net_run *n, bool unconfined)
+int net_run_audit(struct net_run *n)
 {
 	int rc;
 
 	if (!n->attached || !n->audit_log)
 		return 0;
-	rc = net_audit_start(&n->audit, n->audit_log, n->proxy.vm_id, unconfined);
+	rc = net_audit_start(&n->audit, n->audit_log, n->proxy.vm_id);
 	if (rc)
 		log_say("--allow-net: cannot start the audit writer: %s", strerror(-rc));
 	return rc;

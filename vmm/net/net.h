@@ -39,7 +39,7 @@ int net_run_attach(struct net_run *n, struct vm *vm) __attribute__((warn_unused_
 /* After the jail, before the VM's threads (stop signals blocked): with
  * rules and an audit log, start the writer of the connection records.
  * 0, or -errno after one line. */
-int net_run_audit(struct net_run *n, bool unconfined) __attribute__((warn_unused_result));
+int net_run_audit(struct net_run *n) __attribute__((warn_unused_result));
 
 /* After vm_run (the I/O thread stopped) or instead of it: close every
  * proxied connection, stop and reap the broker. Safe when nothing started. */

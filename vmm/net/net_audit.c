@@ -12,8 +12,7 @@ static void *writer(void *arg)
 	struct net_audit *a = arg;
 	char err[256];
 
-	if (!a->unconfined)
-		seccomp_enter(SECCOMP_ROLE_AGENT);   /* the agent client's: it appends to the log too */
+	seccomp_enter(SECCOMP_ROLE_AGENT);   /* the agent client's: it appends to the log too */
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		json_t *rec;
@@ -40,8 +39,7 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sandbox,
-		    bool unconfined)
+int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sandbox)
 {
 	memset(a, 0, sizeof(*a));
 	if (!log)
@@ -50,7 +48,6 @@ int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sand
 	snprintf(a->sandbox, sizeof(a->sandbox), "%s", sandbox ? sandbox : "");
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->cond, NULL);
-	a->unconfined = unconfined;
 	if (pthread_create(&a->thread, NULL, writer, a)) {
 		pthread_cond_destroy(&a->cond);
 		pthread_mutex_destroy(&a->lock);

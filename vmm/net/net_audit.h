@@ -20,15 +20,15 @@ struct net_audit {
 	unsigned head, len;            /* lock */
 	bool stop;                     /* lock */
 	bool failed;                   /* lock: an append failed: no more connections (fail closed) */
-	bool started, unconfined;
+	bool started;
 	pthread_t thread;
 };
 
 /* Start the writer (after the jail, before the VM's threads; stop signals
- * blocked by the caller), filtered as the agent role unless unconfined.
+ * blocked by the caller), filtered as the agent role.
  * A no-op with log NULL. 0 or -errno. */
-int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sandbox,
-		    bool unconfined) __attribute__((warn_unused_result));
+int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sandbox)
+	__attribute__((warn_unused_result));
 
 /* The proxy's hooks (I/O thread): admit a new connection only while the
  * queue has room for the record of every connection open (its own

@@ -154,9 +154,9 @@ static const struct seccomp_rule agent[] = {
  * save, into files its client passes. */
 static const struct seccomp_rule snapshot[] = {
 	ALLOW(accept4, "boot --vsock: a client of the control socket PATH.ctl (mayfly pause, fork)"),
-	ALLOW(mkdir, "mkdtemp beside --out; the hash cache"),
-	ALLOW(rmdir, "a failed save removes its directory"),
-	ALLOW(renameat2, "a new snapshot swapped with an old one (RENAME_EXCHANGE)"),
+	ALLOW(mkdir, "the hash cache of the memory file (an unjailed save)"),
+	ALLOW(rmdir, "unjailed, a failed save removes its directory"),
+	ALLOW(renameat2, "unjailed, a new snapshot swapped with an old one (RENAME_EXCHANGE)"),
 	ALLOW(ftruncate, "the sparse memory and overlay files get their size"),
 	ALLOW(pwrite64, "guest RAM and overlay blocks that hold data"),
 	ALLOW(pwritev, "the copy-on-write overlay's written blocks, through the disk layer"),

@@ -103,7 +103,7 @@ static int template(struct cli *c, struct service_template *t)
 	} else {
 		code = snapshot_vm_config(&c->vm, c->verbose);
 		if (!code)
-			code = snapcache_get(&c->vm, t->dir, sizeof(t->dir), c->verbose);
+			code = snapcache_get(&c->vm, t->dir, sizeof(t->dir), c->verbose, &c->jail);
 		if (code) {
 			if (code < 0)
 				log_say("serve: no cache directory for the default snapshot: give "

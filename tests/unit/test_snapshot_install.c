@@ -1,0 +1,143 @@
+/* test_snapshot_install.c - a snapshot is written into a directory made beside --out before the VM (and its jail), then put in --out's place whole: a new name, an older snapshot swapped, anything else refused untouched; a failure leaves nothing beside it. */
+#include "vm_snapshot.h"
+#include "dir_files.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[64];
+static struct vm_config cfg;
+
+/* Nothing but the names given is in base. */
+static void only(const char *a, const char *b)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "test \"$(ls -A '%s' | grep -v -e '^%s$' -e '^%s$')\" = ''", base,
+		 a, b);
+	cr_assert_eq(system(cmd), 0, "something else is left in %s", base);
+}
+
+static void setup(void)
+{
+	snprintf(base, sizeof(base), "/tmp/mayfly-install-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	config_init(&cfg);
+	put(base, "kernel", "a kernel");
+	put(base, "rootfs", "a root image");
+	snprintf(cfg.kernel, sizeof(cfg.kernel), "%s/kernel", base);
+	snprintf(cfg.rootfs, sizeof(cfg.rootfs), "%s/rootfs", base);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		cr_log_warn("cannot remove %s", base);
+}
+
+TestSuite(snapshot_install, .init = setup, .fini = teardown);
+
+/* out = base/name; its temporary directory made, as snapshot_make does. */
+static void begin(const char *name, char *out, size_t outlen, char *tmp, size_t tmplen,
+		  struct snapshot_sources *src)
+{
+	const char *why = "";
+
+	snprintf(out, outlen, "%s/%s", base, name);
+	cr_assert_eq(vm_snapshot_tmpdir(out, &cfg, tmp, tmplen, src, &why), 0, "%s", why);
+}
+
+/* A save's result: the files a VM would write into tmp. */
+static void fake_save(const char *tmp, const char *tag)
+{
+	put(tmp, SNAPSHOT_STATE, tag);
+	put(tmp, SNAPSHOT_MEMORY, "memory");
+}
+
+Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	const char *why = "";
+	struct stat st;
+
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+	cr_assert_eq(tmp[0], '/', "not absolute: %s", tmp);
+	cr_assert_eq(strncmp(tmp, out, strlen(out)), 0, "not beside --out: %s", tmp);
+	cr_assert(strstr(tmp, ".tmp-"));
+	cr_assert_eq(stat(tmp, &st), 0);
+	cr_assert(S_ISDIR(st.st_mode));
+	cr_assert_eq(st.st_mode & 0777, 0700);
+	cr_assert(src.has_rootfs);
+	cr_assert_eq(src.kernel.size, strlen("a kernel"));
+	cr_assert_eq(src.rootfs.size, strlen("a root image"));
+	fake_save(tmp, "first");
+	cr_assert_eq(vm_snapshot_install(tmp, out, &why), 0, "%s", why);
+	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "first");
+	only("snap", "kernel\\|rootfs");
+}
+
+Test(snapshot_install, an_older_snapshot_is_swapped_whole)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	const char *why = "";
+
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+	cr_assert_eq(mkdir(out, 0700), 0);
+	fake_save(out, "old");
+	put(out, "disk-vda", "old overlay");
+	fake_save(tmp, "new");
+	cr_assert_eq(vm_snapshot_install(tmp, out, &why), 0, "%s", why);
+	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "new");
+	cr_assert_null(get(out, "disk-vda"), "the old snapshot's overlay is in the new one");
+	only("snap", "kernel\\|rootfs");
+}
+
+Test(snapshot_install, anything_else_at_out_is_refused_untouched_and_nothing_is_left)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	const char *why = "";
+
+	begin("mine", out, sizeof(out), tmp, sizeof(tmp), &src);
+	cr_assert_eq(mkdir(out, 0700), 0);
+	put(out, "precious", "keep me");
+	fake_save(tmp, "new");
+	cr_assert_eq(vm_snapshot_install(tmp, out, &why), -EEXIST);
+	cr_assert(strstr(why, "is not a snapshot directory"), "%s", why);
+	cr_assert_str_eq(get(out, "precious"), "keep me");
+	only("mine", "kernel\\|rootfs");
+}
+
+Test(snapshot_install, a_failed_save_is_discarded_whole)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+	fake_save(tmp, "half");
+	vm_snapshot_discard(tmp);
+	only("kernel", "rootfs");
+}
+
+Test(snapshot_install, a_missing_kernel_makes_no_directory)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	const char *why = "";
+
+	snprintf(out, sizeof(out), "%s/snap", base);
+	snprintf(cfg.kernel, sizeof(cfg.kernel), "%s/no-such-kernel", base);
+	cr_assert_neq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0);
+	only("kernel", "rootfs");
+}
