@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "log.h"
 #include "snapshot/codec.h"
+#include "snapshot/workingset.h"
 #include "vm_devices.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
@@ -167,6 +168,11 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 	for (unsigned i = 0; !rc && i < s->cfg.cpus; i++)
 		if (!snap_find(s->file, SNAP_SEC_VCPU(i)))
 			rc = snap_why(why, -EBADMSG, "snapshot state has no section for vcpu %u", i);
+	if (!rc && snap_find(s->file, SNAP_SEC_WORKINGSET))
+		rc = workingset_decode(snap_find(s->file, SNAP_SEC_WORKINGSET)->data,
+				       snap_find(s->file, SNAP_SEC_WORKINGSET)->len,
+				       (s->cfg.mem_mib << 20) / WORKINGSET_PAGE_SIZE, &s->ws, &s->nr_ws,
+				       why);
 	if (!rc && s->files.has_rootfs != (s->cfg.rootfs[0] != 0))
 		rc = snap_why(why, -EBADMSG, "snapshot files section does not match its config");
 	if (!rc)
@@ -185,6 +191,9 @@ void snapshot_free(struct snapshot *s)
 	free(s->state);
 	free(s->file);
 	free(s->cpuid);
+	free(s->ws);
+	s->ws = NULL;
+	s->nr_ws = 0;
 	s->state = NULL;
 	s->file = NULL;
 	s->cpuid = NULL;
@@ -276,6 +285,40 @@ static int save_files(struct vm *vm, const char *tmp, struct snap_writer *w,
 	return add_section(w, SNAP_SEC_FILES, &o, why);
 }
 
+int vm_workingset_begin(struct vm *vm)
+{
+	int rc = kvm_dirty_log_start(&vm->kvm, &vm->mem);
+
+	vm->logging_writes = !rc;
+	return rc;
+}
+
+/* The pages written since vm_workingset_begin (vCPUs parked), as the
+ * optional working set section. */
+static int save_workingset(struct vm *vm, struct snap_writer *w, struct snapshot_stats *stats,
+			   const char **why)
+{
+	uint64_t pages = vm->mem.total / WORKINGSET_PAGE_SIZE;
+	uint8_t *bitmap;
+	struct snap_out o;
+	int rc;
+
+	if (!vm->logging_writes)
+		return 0;
+	bitmap = calloc((size_t)(pages + 7) / 8, 1);
+	if (!bitmap)
+		return snap_why(why, -ENOMEM, "out of memory");
+	rc = kvm_dirty_log_get(&vm->kvm, &vm->mem, bitmap);
+	if (rc) {
+		free(bitmap);
+		return snap_why(why, rc, "KVM_GET_DIRTY_LOG: %s", strerror(-rc));
+	}
+	snap_out_init(&o);
+	workingset_encode(bitmap, pages, &o, &stats->workingset_pages);
+	free(bitmap);
+	return add_section(w, SNAP_SEC_WORKINGSET, &o, why);
+}
+
 /* The names a snapshot directory holds: only those are removed with it. */
 static void remove_snapshot_dir(const char *dir)
 {
@@ -340,6 +383,8 @@ int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stat
 				strerror(errno));
 	snap_writer_init(&w);
 	rc = save_cpu_state(vm, &w, why);
+	if (!rc)
+		rc = save_workingset(vm, &w, stats, why);
 	if (!rc)
 		rc = save_files(vm, tmp, &w, stats, why);
 	if (!rc)
