@@ -155,7 +155,9 @@ static const char *const trailers[CLI_NR_CMDS] = {
 	[CLI_CP] = ("Exit: 0 copied, 125 bad usage, 126 the copy failed (one line says why).\n"),
 	[CLI_SNAPSHOT] = ("Exit: 0 saved; a --setup command's own code when it fails; 125 mayfly or\n"
 		"the VM failed, 126 the agent failed (one line says why).\n"),
-	[CLI_MCP] = ("Exit: 0 at the end of stdin; 125 mayfly or the VM failed, 126 the agent\n"
+	[CLI_MCP] = ("A tool result is one JSON message: --max-output and --max-get-bytes are\n"
+		"capped at 16M here, whatever is given.\n"
+		"Exit: 0 at the end of stdin; 125 mayfly or the VM failed, 126 the agent\n"
 		"failed (one line on stderr says why).\n"),
 	[CLI_AUDIT] = ("Exit: 0 the chain is intact, 1 it is not (one line names the first bad\n"
 		"line), 2 bad usage or the file cannot be read.\n"),

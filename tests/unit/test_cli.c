@@ -307,22 +307,37 @@ Test(cli, each_command_takes_only_its_flags)
 	cr_assert(c.run.tty);
 }
 
+/* cmd's --help text, in buf. */
+static const char *usage_text(enum cli_cmd cmd, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	cr_assert_not_null(f);
+	cli_usage(cmd, f);
+	fclose(f);
+	return buf;
+}
+
 Test(cli, usage_lists_each_commands_own_options)
 {
 	char buf[8192];
-	FILE *f = fmemopen(buf, sizeof(buf), "w");
 
-	cr_assert_not_null(f);
-	cli_usage(CLI_RUN, f);
-	fclose(f);
+	usage_text(CLI_RUN, buf, sizeof(buf));
 	cr_assert_not_null(strstr(buf, "--max-output BYTES"));
 	cr_assert_not_null(strstr(buf, "--put LOCAL:GUEST"));
 	cr_assert_null(strstr(buf, "--console"));
-	f = fmemopen(buf, sizeof(buf), "w");
-	cli_usage(CLI_BOOT, f);
-	fclose(f);
+	usage_text(CLI_BOOT, buf, sizeof(buf));
 	cr_assert_not_null(strstr(buf, "--console"));
 	cr_assert_null(strstr(buf, "--put"));
+}
+
+/* mcp caps the output and file limits at one message's worth: its help must
+ * not promise run's 256M default without saying so. */
+Test(cli, mcp_usage_says_its_output_cap)
+{
+	char buf[8192];
+
+	cr_assert_not_null(strstr(usage_text(CLI_MCP, buf, sizeof(buf)), "capped at 16M"));
 }
 
 static void touch(const char *dir, const char *name)

@@ -271,10 +271,12 @@ Test(transfer, an_agent_that_stops_reading_meets_the_deadline_of_a_put)
 
 /* ---- LIST: a directory's entries, from an agent that may lie ---- */
 
-enum list_lie { LIST_TWO_FRAMES, LIST_BAD_MORE, LIST_BAD_MODE, LIST_TRAILING, LIST_ENDLESS };
+enum list_lie { LIST_TWO_FRAMES, LIST_BAD_MORE, LIST_BAD_MODE, LIST_TRAILING, LIST_ENDLESS,
+		LIST_BAD_TYPE, LIST_SLASH, LIST_DOTDOT, LIST_EMPTY_NAME };
 
 struct entry_spec {
 	const char *name;
+	uint32_t type;
 	uint32_t mode;
 	uint32_t more;
 	bool trailing;
@@ -287,7 +289,7 @@ static void fill_entries(struct proto_writer *w, void *opaque)
 	proto_put_u32(w, e->more);
 	proto_put_u32(w, 1);
 	proto_put_str(w, e->name);
-	proto_put_u32(w, PROTO_FT_FILE);
+	proto_put_u32(w, e->type);
 	proto_put_u32(w, e->mode);
 	proto_put_u64(w, 42);
 	if (e->trailing)
@@ -297,7 +299,8 @@ static void fill_entries(struct proto_writer *w, void *opaque)
 static void serve_list(struct fake_agent *fa)
 {
 	enum list_lie lie = (enum list_lie)(uintptr_t)fa->arg;
-	struct entry_spec first = { "a", 0644, 1, false }, last = { "b", 0600, 0, false };
+	struct entry_spec first = { "a", PROTO_FT_FILE, 0644, 1, false };
+	struct entry_spec last = { "b", PROTO_FT_FILE, 0600, 0, false };
 
 	fake_read_frames(fa, 5000);   /* the LIST */
 	if (lie == LIST_BAD_MORE)
@@ -306,6 +309,14 @@ static void serve_list(struct fake_agent *fa)
 		first.mode = 010000;
 	if (lie == LIST_TRAILING)
 		first.trailing = true;
+	if (lie == LIST_BAD_TYPE)
+		first.type = PROTO_FT_SYMLINK + 1;
+	if (lie == LIST_SLASH)
+		first.name = "../../etc/passwd";
+	if (lie == LIST_DOTDOT)
+		first.name = "..";
+	if (lie == LIST_EMPTY_NAME)
+		first.name = "";
 	if (!fake_send(fa, PROTO_LIST_ENTRIES, 1, fill_entries, &first))
 		return;
 	while (lie == LIST_ENDLESS && !atomic_load(&fa->stop))
@@ -352,6 +363,19 @@ Test(transfer, a_mode_out_of_range_is_a_protocol_error)
 	cr_assert_eq(list(LIST_BAD_MODE, 5000), -EPROTO);
 	cr_assert_eq(seen, 0);
 }
+
+/* An entry no guest file system holds never reaches fn: an unknown type, or a
+ * name a caller printing or joining it must not see (a slash, "..", nothing). */
+static void entry_refused(enum list_lie lie)
+{
+	cr_assert_eq(list(lie, 5000), -EPROTO);
+	cr_assert_eq(seen, 0);
+}
+
+Test(transfer, an_unknown_file_type_is_a_protocol_error) { entry_refused(LIST_BAD_TYPE); }
+Test(transfer, an_entry_name_with_a_slash_is_a_protocol_error) { entry_refused(LIST_SLASH); }
+Test(transfer, an_entry_named_dotdot_is_a_protocol_error) { entry_refused(LIST_DOTDOT); }
+Test(transfer, an_empty_entry_name_is_a_protocol_error) { entry_refused(LIST_EMPTY_NAME); }
 
 Test(transfer, bytes_after_the_entries_are_a_protocol_error)
 {

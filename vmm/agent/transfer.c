@@ -429,6 +429,14 @@ int transfer_get_mem(struct agent_client *c, const char *guest, uint64_t max_byt
 	return rc;
 }
 
+/* A directory entry's name as a guest file system can hold it: not empty, no
+ * '/', not "." or ".." (the agent skips those). Anything else is a lie that a
+ * caller printing or joining the name must never see. */
+static bool entry_name_ok(const char *name)
+{
+	return name[0] && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
+}
+
 /* One LIST_ENTRIES frame, each entry to fn. 1 more to come, 0 done, -EPROTO. */
 static int list_frame(const struct proto_frame *f, transfer_entry_fn fn, void *opaque)
 {
@@ -444,7 +452,8 @@ static int list_frame(const struct proto_frame *f, transfer_entry_fn fn, void *o
 		uint64_t size;
 
 		if (!proto_get_str(&rd, name, sizeof(name)) || !proto_get_u32(&rd, &type) ||
-		    !proto_get_u32(&rd, &mode) || !proto_get_u64(&rd, &size) || mode > 07777)
+		    !proto_get_u32(&rd, &mode) || !proto_get_u64(&rd, &size) || mode > 07777 ||
+		    type > PROTO_FT_SYMLINK || !entry_name_ok(name))
 			return -EPROTO;
 		fn(opaque, name, type, mode, size);
 	}
