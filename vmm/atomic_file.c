@@ -1,5 +1,6 @@
 /* atomic_file.c - create a file so that it appears whole or not at all: temp file, fsync, rename. */
 #include "atomic_file.h"
+#include "snapshot/codec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,4 +87,23 @@ void atomic_file_abort(struct atomic_file *f)
 	if (f->tmp_path)
 		unlink(f->tmp_path);
 	release(f);
+}
+
+int atomic_file_fill(const char *path, int (*fill)(int fd, void *opaque, const char **why),
+		     void *opaque, const char **why)
+{
+	struct atomic_file f;
+	int rc = atomic_file_open(&f, path);
+
+	if (rc)
+		return snap_why(why, rc, "cannot create %s: %s", path, strerror(-rc));
+	rc = fill(f.fd, opaque, why);
+	if (rc) {
+		atomic_file_abort(&f);
+		return rc;
+	}
+	rc = atomic_file_commit(&f);
+	if (rc)
+		return snap_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
+	return 0;
 }

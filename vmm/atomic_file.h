@@ -25,4 +25,10 @@ int atomic_file_commit(struct atomic_file *f) __attribute__((warn_unused_result)
  * already committed or aborted, or whose open failed. */
 void atomic_file_abort(struct atomic_file *f);
 
+/* Create `path` atomically with fill(fd, opaque, why) writing its content
+ * into the temporary file. 0; fill's -errno (its *why; nothing left
+ * behind); or -errno with *why "cannot create/write PATH: ...". */
+int atomic_file_fill(const char *path, int (*fill)(int fd, void *opaque, const char **why),
+		     void *opaque, const char **why) __attribute__((warn_unused_result));
+
 #endif

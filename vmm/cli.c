@@ -10,7 +10,8 @@
 #include <string.h>
 
 enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP,
-       C_SNAP = 1 << CLI_SNAPSHOT, C_MCP = 1 << CLI_MCP, C_AUDIT = 1 << CLI_AUDIT };
+       C_SNAP = 1 << CLI_SNAPSHOT, C_MCP = 1 << CLI_MCP, C_AUDIT = 1 << CLI_AUDIT,
+       C_PAUSE = 1 << CLI_PAUSE, C_FORK = 1 << CLI_FORK };
 
 enum opt_id {
 	O_HELP = 'h', O_VERBOSE = 'v',
@@ -39,6 +40,8 @@ static const struct cli_option options[] = {
 	{ "cold", O_COLD, C_RUN | C_MCP, NULL, "boot the kernel instead of restoring the default\n"
 	  "snapshot (made once per kernel, rootfs, mem and cpus)" },
 	{ "out", O_OUT, C_SNAP, "DIR", "where to write the snapshot (required)" },
+	{ "out", O_OUT, C_PAUSE | C_FORK, "DIR", "where to write the snapshot (required): a new\n"
+	  "name or an empty directory; it appears whole or not at all" },
 	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
 	  "(repeatable, in order; each must exit 0)" },
 	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
@@ -70,6 +73,8 @@ static const struct cli_option options[] = {
 	  "the guest's init starts its agent (mayfly exec, mayfly cp)" },
 	{ "vsock", O_VSOCK, C_EXEC | C_CP, "PATH",
 	  "the socket of a VM started with mayfly boot --vsock PATH" },
+	{ "vsock", O_VSOCK, C_PAUSE | C_FORK, "PATH",
+	  "the VM started with mayfly boot --vsock PATH (its control\nsocket is PATH.ctl)" },
 	{ "timeout", O_TIMEOUT, C_RUN | C_EXEC, "SEC", "kill CMD after SEC seconds (exit 124)" },
 	{ "env", O_ENV, C_RUN | C_EXEC, "K=V", "environment for CMD (repeatable; PATH has a default)" },
 	{ "cwd", O_CWD, C_RUN | C_EXEC, "DIR", "working directory in the guest (default /root)" },
@@ -110,9 +115,9 @@ static const struct cli_option options[] = {
 	{ "gid", O_GID, C_BOOT | C_RUN, "GID", "started as root, the jailed VMM's gid (default 65534)" },
 	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
-	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP, NULL,
+	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
-	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT, NULL,
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK, NULL,
 	  "this text" },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -140,6 +145,12 @@ static const char *const intros[CLI_NR_CMDS] = {
 	[CLI_AUDIT] = ("usage: mayfly audit verify [--head HASH] FILE\n\n"
 		"Check an audit log written by --audit: every line whole and in its place in\n"
 		"the hash chain. Prints the number of records and the chain's head.\n"),
+	[CLI_PAUSE] = ("usage: mayfly pause --vsock PATH --out DIR\n\n"
+		"Save the running VM of `mayfly boot --vsock PATH` into DIR (a snapshot: mayfly\n"
+		"boot --snapshot DIR resumes it, processes and files as they were), then end it.\n"),
+	[CLI_FORK] = ("usage: mayfly fork --vsock PATH --out DIR\n\n"
+		"Save the running VM of `mayfly boot --vsock PATH` into DIR, as mayfly pause\n"
+		"does, and let it go on running: each mayfly boot --snapshot DIR is a child.\n"),
 };
 
 static const char *const trailers[CLI_NR_CMDS] = {
@@ -161,6 +172,11 @@ static const char *const trailers[CLI_NR_CMDS] = {
 		"failed (one line on stderr says why).\n"),
 	[CLI_AUDIT] = ("Exit: 0 the chain is intact, 1 it is not (one line names the first bad\n"
 		"line), 2 bad usage or the file cannot be read.\n"),
+	[CLI_PAUSE] = ("Exit: 0 saved and the VM ended, 1 the save failed, 2 bad usage, 3 no VM\n"
+		"control socket at PATH.ctl (or not a mayfly one), 4 DIR exists and is not\n"
+		"empty, 5 busy: a call is in flight (retry after it), 6 this VM cannot be\n"
+		"saved (one line says why; it goes on running).\n"),
+	[CLI_FORK] = ("Exit: as mayfly pause; the VM goes on running in every case.\n"),
 };
 
 void cli_usage(enum cli_cmd cmd, FILE *out)
@@ -437,7 +453,8 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 			  size_t errlen)
 {
 	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp",
-							 "snapshot create", "mcp", "audit" };
+							 "snapshot create", "mcp", "audit", "pause",
+							 "fork" };
 	struct option longopts[NR_OPTIONS + 1];
 	size_t n = 0;
 	char what[64];
@@ -493,6 +510,14 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	case CLI_CP:
 		if (c->run.argc != 2)
 			return fail(err, errlen, "mayfly cp takes SRC and DST, one of them :GUEST_PATH");
+		break;
+	case CLI_PAUSE:
+	case CLI_FORK:
+		if (c->run.argc)
+			return fail(err, errlen, "unexpected argument '%s' (see mayfly %s --help)",
+				    argv[optind], names[cmd]);
+		if (!c->run.vsock || !c->out)
+			return fail(err, errlen, "--vsock PATH and --out DIR are required");
 		break;
 	case CLI_SNAPSHOT:
 		if (c->run.argc)

@@ -9,7 +9,8 @@
 #include "agent/run_opts.h"
 #include "jail/jail.h"
 
-enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_NR_CMDS };
+enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_PAUSE,
+	       CLI_FORK, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 
@@ -29,7 +30,7 @@ struct cli {
 	bool no_seccomp;           /* boot, run, snapshot: --no-seccomp */
 	char *setups[CLI_MAX_SETUP];   /* snapshot create: --setup CMD, in order */
 	int nsetup;
-	const char *out;           /* snapshot create: --out DIR */
+	const char *out;           /* snapshot create, pause, fork: --out DIR */
 	const char *audit_head;    /* audit verify: --head HASH */
 };
 

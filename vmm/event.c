@@ -13,6 +13,8 @@
 int event_loop_init(struct event_loop *loop)
 {
 	memset(loop, 0, sizeof(*loop));
+	pthread_mutex_init(&loop->pause_lock, NULL);
+	pthread_cond_init(&loop->pause_cond, NULL);
 	loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	loop->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (loop->epoll_fd < 0 || loop->stop_fd < 0) {
@@ -122,6 +124,26 @@ int event_loop_poll(struct event_loop *loop, int timeout_ms)
 	return n;
 }
 
+/* Between two batches (no callback running): park while a pause is
+ * asked for. The wake-up event_loop_pause wrote is read, or epoll would
+ * keep reporting it after the resume. */
+static void park_if_asked(struct event_loop *loop)
+{
+	uint64_t count;
+
+	if (!atomic_load(&loop->pause_req))
+		return;
+	pthread_mutex_lock(&loop->pause_lock);
+	if (read(loop->stop_fd, &count, sizeof(count)) < 0)
+		count = 0;   /* nothing pending: a stop may have drained it */
+	loop->paused = true;
+	pthread_cond_broadcast(&loop->pause_cond);
+	while (atomic_load(&loop->pause_req) && !atomic_load(&loop->stopping))
+		pthread_cond_wait(&loop->pause_cond, &loop->pause_lock);
+	loop->paused = false;
+	pthread_mutex_unlock(&loop->pause_lock);
+}
+
 static void *event_loop_thread(void *arg)
 {
 	struct event_loop *loop = arg;
@@ -134,8 +156,37 @@ static void *event_loop_thread(void *arg)
 			log_error("io thread: epoll_wait failed: %s", strerror(-n));
 			break;
 		}
+		park_if_asked(loop);
 	}
+	/* A pause waiting for this thread must not wait for ever. */
+	pthread_mutex_lock(&loop->pause_lock);
+	loop->exited = true;
+	pthread_cond_broadcast(&loop->pause_cond);
+	pthread_mutex_unlock(&loop->pause_lock);
 	return NULL;
+}
+
+void event_loop_pause(struct event_loop *loop)
+{
+	uint64_t one = 1;
+
+	if (!loop->started)
+		return;
+	pthread_mutex_lock(&loop->pause_lock);
+	atomic_store(&loop->pause_req, true);
+	if (write(loop->stop_fd, &one, sizeof(one)) < 0)
+		log_debug("io thread: wake-up eventfd already signalled");
+	while (!loop->paused && !loop->exited)
+		pthread_cond_wait(&loop->pause_cond, &loop->pause_lock);
+	pthread_mutex_unlock(&loop->pause_lock);
+}
+
+void event_loop_resume(struct event_loop *loop)
+{
+	pthread_mutex_lock(&loop->pause_lock);
+	atomic_store(&loop->pause_req, false);
+	pthread_cond_broadcast(&loop->pause_cond);
+	pthread_mutex_unlock(&loop->pause_lock);
 }
 
 int event_loop_start(struct event_loop *loop)
@@ -164,6 +215,10 @@ void event_loop_stop(struct event_loop *loop)
 	atomic_store(&loop->stopping, true);
 	if (write(loop->stop_fd, &one, sizeof(one)) < 0)
 		log_debug("io thread: stop eventfd already signalled");
+	/* A thread parked by event_loop_pause wakes to leave. */
+	pthread_mutex_lock(&loop->pause_lock);
+	pthread_cond_broadcast(&loop->pause_cond);
+	pthread_mutex_unlock(&loop->pause_lock);
 	pthread_join(loop->thread, NULL);
 	loop->started = false;
 }

@@ -34,6 +34,11 @@ struct event_loop {
 	bool started;
 	_Atomic bool stopping;
 	int nr_sources;              /* slots [0, nr_sources) have been handed out */
+	/* event_loop_pause: the thread parks between batches. */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	_Atomic bool pause_req;
+	bool paused, exited;         /* pause_lock */
 	struct event_source sources[EVENT_MAX_SOURCES];
 };
 
@@ -70,6 +75,13 @@ int event_loop_start(struct event_loop *loop) __attribute__((warn_unused_result)
 
 /* Stop and join the thread (a callback in progress finishes first). */
 void event_loop_stop(struct event_loop *loop);
+
+/* Park the running I/O thread between two batches (no callback in
+ * progress: device work drained) until event_loop_resume, or its stop.
+ * Returns once it is parked (or has ended). Not from the I/O thread;
+ * nothing when it was never started. */
+void event_loop_pause(struct event_loop *loop);
+void event_loop_resume(struct event_loop *loop);
 
 /* Close the epoll and stop fds. Safe after a failed init, or on a loop
  * whose two fds were set to -1. */

@@ -182,6 +182,38 @@ int image_id_get(const char *path, struct image_id *id, const char **why)
 	return 0;
 }
 
+int image_id_fd(int fd, struct image_id *id, const char **why)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return snap_why(why, -EINVAL, "not a regular file");
+	memset(id, 0, sizeof(*id));
+	fill_stat(id, &st);
+	rc = lseek(fd, 0, SEEK_SET) < 0 ? -errno : hash_fd(fd, id->sha256);
+	if (!rc && (fstat(fd, &st) < 0 || !image_id_same_file(id, &st)))
+		rc = -EAGAIN;
+	if (rc)
+		return snap_why(why, rc, "cannot hash a snapshot file: %s",
+				rc == -EAGAIN ? "it changed while being read" : strerror(-rc));
+	return 0;
+}
+
+int image_id_remembered(int fd, struct image_id *id)
+{
+	char memo[4200];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	memset(id, 0, sizeof(*id));
+	fill_stat(id, &st);
+	if (memo_path(id, memo, sizeof(memo)) || !memo_read(memo, id->sha256))
+		return -ENOENT;
+	return 0;
+}
+
 int image_id_check(const char *path, const struct image_id *id, const char **why)
 {
 	struct image_id now;

@@ -29,6 +29,14 @@ int image_cache_dir(char *out, size_t len);
  * 0, or -errno with *why. */
 int image_id_get(const char *path, struct image_id *id, const char **why);
 
+/* The identity of the open regular file fd (read whole from its start;
+ * no hash cache: a jailed VM has none). 0, or -errno with *why. */
+int image_id_fd(int fd, struct image_id *id, const char **why);
+
+/* The identity of the open file fd only if its hash is remembered in
+ * <cache>/hashes/ (no read): 0, or -ENOENT (never hashed, or changed). */
+int image_id_remembered(int fd, struct image_id *id);
+
 /* Whether st is the very file id was taken from, unchanged since. */
 bool image_id_same_file(const struct image_id *id, const struct stat *st);
 

@@ -13,6 +13,8 @@
 #include "agent/mcp_cmd.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
+#include "control/ctl_client.h"
+#include "control/ctl_server.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +30,8 @@ static const char usage[] =
 	"  exec     run a command in a VM started with boot --vsock\n"
 	"  cp       copy a file into or out of such a VM\n"
 	"  snapshot create   save an agent-ready VM for run/boot --snapshot\n"
+	"  pause    save a boot --vsock VM into a snapshot and end it\n"
+	"  fork     save a boot --vsock VM into a snapshot, it goes on running\n"
 	"  mcp      a Model Context Protocol server on stdio, one VM per session\n"
 	"  audit verify      check an audit log's hash chain (run/mcp --audit)\n"
 	"\n"
@@ -44,6 +48,7 @@ static const char usage[] =
 static int boot_restored(struct cli *c, uint64_t start_ns)
 {
 	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
+	struct ctl_server ctl;
 	struct vm_config cfg;
 	struct snapshot snap;
 	struct vm_agent *va;
@@ -66,7 +71,13 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 	va->jail = &jail;
 	/* The supervisor built nothing: only the VM process destroys a VM. */
 	if (jail_start(&jail, &c->jail, &cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
-		rc = vm_agent_run(va, &cfg, &snap, start_ns);
+		if (ctl_server_open(&ctl, &cfg, &snap)) {
+			rc = EXIT_INTERNAL;
+		} else {
+			va->ctl = &ctl;
+			rc = vm_agent_run(va, &cfg, &snap, start_ns);
+		}
+		ctl_server_stop(&ctl);
 		vm_agent_destroy(va);
 	}
 	free(va);
@@ -76,6 +87,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 
 static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
+	struct ctl_server ctl;
 	struct jail jail;
 	struct vm vm;
 	char err[256];
@@ -95,11 +107,19 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	}
 	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
 		return code;
+	/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
+	if (ctl_server_open(&ctl, &c->vm, NULL)) {
+		ctl_server_stop(&ctl);
+		return EXIT_INTERNAL;
+	}
 	code = vm_build(&vm, &c->vm, NULL, start_ns);
 	if (code == 0)
 		code = jail_enter(&jail, &c->vm);
+	if (code == 0 && ctl_server_start(&ctl, &vm))
+		code = EXIT_INTERNAL;
 	if (code == 0)
 		code = vm_run(&vm);
+	ctl_server_stop(&ctl);
 	vm_destroy(&vm);
 	return code;
 }
@@ -122,6 +142,8 @@ static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return cmd_mcp(c, argc - 1, argv + 1, start_ns);
 	if (!strcmp(cmd, "audit"))
 		return cmd_audit(c, argc - 1, argv + 1);
+	if (!strcmp(cmd, "pause") || !strcmp(cmd, "fork"))
+		return cmd_ctl(c, argc - 1, argv + 1, !strcmp(cmd, "fork"));
 	log_say("unknown command '%s' (try mayfly --help)", cmd);
 	return EXIT_USAGE;
 }

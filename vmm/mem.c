@@ -210,13 +210,12 @@ static int save_chunk(struct save_ctx *c, const uint8_t *hva, size_t n, uint64_t
 	return 0;
 }
 
-int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stats *stats,
-	     const char **why)
+int mem_save_fd(const struct guest_mem *mem, int fd, struct mem_save_stats *stats,
+		const char **why)
 {
-	struct atomic_file f;
 	struct save_ctx *c;
 	uint64_t off = 0;
-	int rc;
+	int rc = 0;
 
 	for (int r = 0; r < mem->nr_regions; r++)
 		if (mem->regions[r].size % LAYOUT_PAGE_SIZE)
@@ -225,49 +224,50 @@ int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stat
 	if (!c)
 		return snap_why(why, -ENOMEM, "out of memory saving guest RAM");
 	c->mem = mem;
-	rc = atomic_file_open(&f, path);
-	if (rc) {
-		free(c);
-		return snap_why(why, rc, "cannot create %s: %s", path, strerror(-rc));
-	}
-	c->fd = f.fd;
+	c->fd = fd;
+	/* Absent in a jail (no /proc): mincore alone, untouched pages read. */
 	c->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	/* The file's size first: every page not written stays a hole. */
-	if (ftruncate(f.fd, (off_t)mem->total) < 0) {
+	if (ftruncate(fd, (off_t)mem->total) < 0)
 		rc = -errno;
-		goto err_file;
-	}
-	for (int r = 0; r < mem->nr_regions; r++) {
+	for (int r = 0; !rc && r < mem->nr_regions; r++) {
 		const struct mem_region *reg = &mem->regions[r];
 
-		for (uint64_t done = 0; done < reg->size; ) {
+		for (uint64_t done = 0; !rc && done < reg->size; ) {
 			uint64_t pages = (reg->size - done) / LAYOUT_PAGE_SIZE;
 			size_t n = pages > SAVE_CHUNK_PAGES ? SAVE_CHUNK_PAGES : (size_t)pages;
 
 			rc = save_chunk(c, reg->hva + done, n, off + done);
-			if (rc)
-				goto err_file;
 			done += (uint64_t)n * LAYOUT_PAGE_SIZE;
 		}
 		off += reg->size;
 	}
-	rc = atomic_file_commit(&f);
-	if (rc)
-		goto err_ctx;
-	if (stats)
+	if (!rc && stats)
 		*stats = c->st;
 	if (c->pagemap_fd >= 0)
 		close(c->pagemap_fd);
 	free(c);
-	return 0;
+	return rc ? snap_why(why, rc, "cannot write guest RAM: %s", strerror(-rc)) : 0;
+}
 
-err_file:
-	atomic_file_abort(&f);
-err_ctx:
-	if (c->pagemap_fd >= 0)
-		close(c->pagemap_fd);
-	free(c);
-	return snap_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
+struct mem_fill {
+	const struct guest_mem *mem;
+	struct mem_save_stats *stats;
+};
+
+static int mem_fill(int fd, void *opaque, const char **why)
+{
+	struct mem_fill *m = opaque;
+
+	return mem_save_fd(m->mem, fd, m->stats, why);
+}
+
+int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stats *stats,
+	     const char **why)
+{
+	struct mem_fill m = { mem, stats };
+
+	return atomic_file_fill(path, mem_fill, &m, why);
 }
 
 int mem_populate_write(struct guest_mem *mem, uint64_t first_page, uint64_t pages)

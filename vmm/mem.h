@@ -66,6 +66,11 @@ struct mem_save_stats {
  * The vCPUs must be paused. `stats` may be NULL. 0 or -errno with *why. */
 int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stats *stats,
 	     const char **why) __attribute__((warn_unused_result));
+/* The same into `fd`, an empty file open for writing (a jailed VM gets it
+ * from the process that names the file): sized, then filled, not synced.
+ * 0 or -errno with *why. */
+int mem_save_fd(const struct guest_mem *mem, int fd, struct mem_save_stats *stats,
+		const char **why) __attribute__((warn_unused_result));
 
 /* Guest RAM of `bytes` (as mem_init), mapped from the memory file at `path`
  * with MAP_PRIVATE: pages come from the shared page cache on first touch,

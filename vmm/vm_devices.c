@@ -22,20 +22,11 @@ static int add(struct snap_writer *w, uint32_t type, struct snap_out *o, const c
 	return rc ? snap_why(why, rc, "cannot add state section 0x%x", type) : 0;
 }
 
-static int overlay_path(const char *dir, const char *name, char *out, size_t len)
-{
-	char file[32];
-
-	snprintf(file, sizeof(file), SNAPSHOT_OVERLAY_FMT, name);
-	return snapshot_path(dir, file, out, len);
-}
-
-static int save_disks(struct vm *vm, const char *dir, struct snap_writer *w,
+static int save_disks(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		      struct snapshot_files *files, uint64_t *overlay_bytes, const char **why)
 {
 	for (unsigned i = 0; i < vm->nr_blks; i++) {
 		const struct disk *d = &vm->blks[i].disk;
-		char path[CONFIG_PATH_MAX + 64];
 		struct snap_out o;
 		struct stat st;
 		int rc = disk_check_snapshot(d, why);
@@ -47,30 +38,26 @@ static int save_disks(struct vm *vm, const char *dir, struct snap_writer *w,
 		/* Only the root (vda) is copy-on-write: one overlay file. */
 		if (i != 0 || files->has_overlay)
 			return snap_why(why, -ENOTSUP, "a copy-on-write disk other than the root");
-		rc = overlay_path(dir, vm->blks[i].mmio.name, path, sizeof(path));
 		snap_out_init(&o);
-		if (!rc)
-			rc = disk_cow_save(d, path, &o, why);
+		rc = disk_cow_save_fd(d, overlay_fd, &o, why);
 		if (!rc)
 			rc = add(w, SNAP_SEC_OVERLAY(i), &o, why);
 		else
 			snap_out_free(&o);
-		if (!rc)
-			rc = image_id_get(path, &files->overlay, why);
 		if (rc)
 			return rc;
 		files->has_overlay = true;
-		if (stat(path, &st) == 0)
+		if (fstat(overlay_fd, &st) == 0)
 			*overlay_bytes += (uint64_t)st.st_blocks * 512;
 	}
 	return 0;
 }
 
-int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
+int vm_devices_save(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		    struct snapshot_files *files, uint64_t *overlay_bytes, const char **why)
 {
 	struct snap_out o;
-	int rc = save_disks(vm, dir, w, files, overlay_bytes, why);
+	int rc = save_disks(vm, overlay_fd, w, files, overlay_bytes, why);
 
 	for (unsigned i = 0; !rc && i < vm->nr_virtio; i++) {
 		snap_out_init(&o);
@@ -148,11 +135,12 @@ int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char 
 			const char *name, const char **why)
 {
 	const struct snap_section *sec = snap_find(s->file, SNAP_SEC_OVERLAY(0));
-	char path[CONFIG_PATH_MAX + 64];
+	char path[CONFIG_PATH_MAX + 64], file[32];
 
 	if (!sec)
 		return snap_why(why, -EBADMSG, "snapshot state has no overlay section for %s", name);
-	if (overlay_path(s->dir, name, path, sizeof(path)))
+	snprintf(file, sizeof(file), SNAPSHOT_OVERLAY_FMT, name);
+	if (snapshot_path(s->dir, file, path, sizeof(path)))
 		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
 	return disk_open_cow_restored(disk, base, path, sec->data, sec->len, why);
 }

@@ -10,12 +10,12 @@ struct snapshot;
 struct snapshot_files;
 struct snap_writer;
 
-/* With vCPUs parked and the I/O thread stopped: each device's section
- * into w, the copy-on-write root's overlay as a file in dir (its identity
- * into files, its data bytes into *overlay_bytes). A writable raw disk
+/* With vCPUs parked and the I/O thread parked: each device's section
+ * into w, the copy-on-write root's overlay into the empty file overlay_fd
+ * (files->has_overlay set, its data bytes into *overlay_bytes). A writable raw disk
  * is refused: its file is the user's and goes on changing. 0 or -errno
  * with *why. */
-int vm_devices_save(struct vm *vm, const char *dir, struct snap_writer *w,
+int vm_devices_save(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		    struct snapshot_files *files, uint64_t *overlay_bytes, const char **why);
 
 /* Devices created as at boot: put each saved state back. */

@@ -253,38 +253,6 @@ static int save_cpu_state(struct vm *vm, struct snap_writer *w, const char **why
 	return rc;
 }
 
-/* Guest RAM, the disks, then the identity of every file, all into tmp. */
-static int save_files(struct vm *vm, const char *tmp, struct snap_writer *w,
-		      struct snapshot_stats *stats, const char **why)
-{
-	struct snapshot_files f = { 0 };
-	struct mem_save_stats ms;
-	char path[CONFIG_PATH_MAX + 64];
-	struct snap_out o;
-	int rc;
-
-	rc = snapshot_path(tmp, SNAPSHOT_MEMORY, path, sizeof(path));
-	if (!rc)
-		rc = mem_save(&vm->mem, path, &ms, why);
-	if (!rc)
-		rc = image_id_get(path, &f.memory, why);
-	if (rc)
-		return rc;
-	stats->memory_bytes = ms.data_bytes;
-	rc = vm_devices_save(vm, tmp, w, &f, &stats->overlay_bytes, why);
-	if (!rc)
-		rc = image_id_get(vm->cfg->kernel, &f.kernel, why);
-	if (!rc && vm->cfg->rootfs[0]) {
-		f.has_rootfs = true;
-		rc = image_id_get(vm->cfg->rootfs, &f.rootfs, why);
-	}
-	if (rc)
-		return rc;
-	snap_out_init(&o);
-	files_encode(&f, &o);
-	return add_section(w, SNAP_SEC_FILES, &o, why);
-}
-
 int vm_workingset_begin(struct vm *vm)
 {
 	int rc = kvm_dirty_log_start(&vm->kvm, &vm->mem);
@@ -317,6 +285,50 @@ static int save_workingset(struct vm *vm, struct snap_writer *w, struct snapshot
 	workingset_encode(bitmap, pages, &o, &stats->workingset_pages);
 	free(bitmap);
 	return add_section(w, SNAP_SEC_WORKINGSET, &o, why);
+}
+
+int vm_snapshot_capture(struct vm *vm, const struct snapshot_fds *fds, struct snap_writer *w,
+			struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
+{
+	struct mem_save_stats ms;
+	int rc;
+
+	memset(stats, 0, sizeof(*stats));
+	f->has_overlay = false;
+	rc = save_cpu_state(vm, w, why);
+	if (!rc)
+		rc = save_workingset(vm, w, stats, why);
+	if (!rc)
+		rc = mem_save_fd(&vm->mem, fds->memory, &ms, why);
+	if (rc)
+		return rc;
+	stats->memory_bytes = ms.data_bytes;
+	return vm_devices_save(vm, fds->overlay, w, f, &stats->overlay_bytes, why);
+}
+
+int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
+		       struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
+{
+	struct snap_out o;
+	struct stat st;
+	int rc = image_id_fd(fds->memory, &f->memory, why);
+
+	if (!rc && f->has_overlay)
+		rc = image_id_fd(fds->overlay, &f->overlay, why);
+	if (rc)
+		return rc;
+	snap_out_init(&o);
+	files_encode(f, &o);
+	rc = add_section(w, SNAP_SEC_FILES, &o, why);
+	if (!rc)
+		rc = snap_writer_write_fd(w, fds->state, why);
+	/* On disk before anyone renames them into place. */
+	if (!rc && (fsync(fds->memory) < 0 || fsync(fds->state) < 0 ||
+		    (f->has_overlay && fsync(fds->overlay) < 0)))
+		rc = snap_why(why, -errno, "cannot sync the snapshot files: %s", strerror(errno));
+	if (!rc && fstat(fds->state, &st) == 0)
+		stats->state_bytes = (size_t)st.st_size;
+	return rc;
 }
 
 /* The names a snapshot directory holds: only those are removed with it. */
@@ -360,40 +372,74 @@ static int install(const char *tmp, const char *dir, const char **why)
 	return 0;
 }
 
+void snapshot_fds_close(struct snapshot_fds *fds)
+{
+	int *all[3] = { &fds->memory, &fds->overlay, &fds->state };
+
+	for (int i = 0; i < 3; i++) {
+		if (*all[i] >= 0)
+			close(*all[i]);
+		*all[i] = -1;
+	}
+}
+
+/* The three files of a new snapshot directory, empty, mode 0600. */
+static int open_files(const char *tmp, struct snapshot_fds *fds, const char **why)
+{
+	const char *names[3] = { SNAPSHOT_MEMORY, SNAPSHOT_OVERLAY_ROOT, SNAPSHOT_STATE };
+	int *out[3] = { &fds->memory, &fds->overlay, &fds->state };
+	char path[CONFIG_PATH_MAX + 64];
+
+	for (int i = 0; i < 3; i++) {
+		if (snapshot_path(tmp, names[i], path, sizeof(path)))
+			return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+		*out[i] = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (*out[i] < 0)
+			return snap_why(why, -errno, "cannot create %s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
 int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
 		     const char **why)
 {
-	char tmp[CONFIG_PATH_MAX + 32], state[CONFIG_PATH_MAX + 64];
+	struct snapshot_fds fds = { -1, -1, -1 };
+	char tmp[CONFIG_PATH_MAX + 32], path[CONFIG_PATH_MAX + 64];
+	struct snapshot_files f = { 0 };
 	struct snap_writer w;
-	struct stat st;
 	uint64_t t0;
 	int rc;
 
 	memset(stats, 0, sizeof(*stats));
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", dir) >= (int)sizeof(tmp))
 		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
+	rc = image_id_get(vm->cfg->kernel, &f.kernel, why);
+	if (!rc && vm->cfg->rootfs[0]) {
+		f.has_rootfs = true;
+		rc = image_id_get(vm->cfg->rootfs, &f.rootfs, why);
+	}
+	if (rc)
+		return rc;
 	rc = vm_pause(vm);
 	if (rc)
 		return snap_why(why, rc, "the VM ended before it could be paused");
 	t0 = clock_now_ns();
 	/* Device work drained: no request is half done once this returns. */
-	event_loop_stop(&vm->io);
+	event_loop_pause(&vm->io);
 	if (!mkdtemp(tmp))
 		return snap_why(why, -errno, "cannot create a directory beside '%s': %s", dir,
 				strerror(errno));
 	snap_writer_init(&w);
-	rc = save_cpu_state(vm, &w, why);
+	rc = open_files(tmp, &fds, why);
 	if (!rc)
-		rc = save_workingset(vm, &w, stats, why);
+		rc = vm_snapshot_capture(vm, &fds, &w, &f, stats, why);
 	if (!rc)
-		rc = save_files(vm, tmp, &w, stats, why);
-	if (!rc)
-		rc = snapshot_path(tmp, SNAPSHOT_STATE, state, sizeof(state));
-	if (!rc)
-		rc = snap_writer_save(&w, state, why);
+		rc = vm_snapshot_finish(&w, &fds, &f, stats, why);
 	snap_writer_free(&w);
-	if (!rc && stat(state, &st) == 0)
-		stats->state_bytes = (size_t)st.st_size;
+	snapshot_fds_close(&fds);
+	/* No copy-on-write root: no overlay file. */
+	if (!rc && !f.has_overlay && !snapshot_path(tmp, SNAPSHOT_OVERLAY_ROOT, path, sizeof(path)))
+		unlink(path);
 	if (!rc)
 		rc = install(tmp, dir, why);
 	if (rc)

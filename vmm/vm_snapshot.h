@@ -18,6 +18,7 @@ struct ws_range;
 #define SNAPSHOT_STATE       "state"
 #define SNAPSHOT_MEMORY      "memory"
 #define SNAPSHOT_OVERLAY_FMT "disk-%s"    /* a copy-on-write disk's overlay: disk-vda */
+#define SNAPSHOT_OVERLAY_ROOT "disk-vda"  /* the only one: the root's */
 
 /* What a snapshot depends on: the kernel it booted and the root image
  * under its copy-on-write disk (content), and its own memory and overlay
@@ -83,6 +84,32 @@ int vm_workingset_begin(struct vm *vm) __attribute__((warn_unused_result));
  * cannot go on afterwards: the caller ends it. 0 or -errno with *why. */
 int vm_snapshot_save(struct vm *vm, const char *dir, struct snapshot_stats *stats,
 		     const char **why) __attribute__((warn_unused_result));
+
+/* A live save's files (mayfly pause, fork): empty regular files open
+ * read-write, named by the process that opened them (a jailed VM cannot
+ * name any) and renamed into place by it afterwards. */
+struct snapshot_fds {
+	int memory, overlay, state;
+};
+
+/* Close the open ones, set all to -1. */
+void snapshot_fds_close(struct snapshot_fds *fds);
+
+/* vm_snapshot_save in two steps, for a VM that may go on afterwards.
+ * With every vCPU parked (vm_pause) and the I/O thread parked
+ * (event_loop_pause): the vCPU, VM and device sections into w, guest RAM
+ * into fds->memory, the copy-on-write root's overlay into fds->overlay
+ * (f->has_overlay then true; without one that file stays empty). f's
+ * kernel and rootfs identities are the caller's. 0 or -errno with *why. */
+int vm_snapshot_capture(struct vm *vm, const struct snapshot_fds *fds, struct snap_writer *w,
+			struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
+	__attribute__((warn_unused_result));
+/* Then, the VM running again or not: the memory and overlay files'
+ * identities (hashed through their fds), the files section, the state
+ * written into fds->state, every file synced. 0 or -errno with *why. */
+int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
+		       struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
+	__attribute__((warn_unused_result));
 
 /* For vm_build, in this order: the host's CPU offers every feature the
  * guest was given (kvm_sys_fd: /dev/kvm), ... */

@@ -17,6 +17,7 @@ head -c 600 /dev/zero > "$tmp/zeros"
 mkdir "$tmp/dir"
 printf 'not json\n' > "$tmp/garbage-lines"
 mkfifo "$tmp/fifo"
+mkfifo "$tmp/fifo-vm.ctl"
 install -m 600 /dev/null "$tmp/kvm-root-only"
 
 # expect NAME WANT_CODE PATTERN -- ARGS...
@@ -38,7 +39,7 @@ expect() {
 	fi
 }
 
-echo "1..47"
+echo "1..52"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -91,6 +92,13 @@ expect "run --audit to a FIFO" 125 "cannot open the audit log" -- "$mayfly" run 
 expect "run --approve-timeout without --approve" 125 "goes with --approve" -- "$mayfly" run --approve-timeout 5 -- true
 expect "run --approve-timeout 0" 125 "bad --approve-timeout '0'" -- "$mayfly" run --approve true --approve-timeout 0 -- true
 expect "mcp with a stray argument" 125 "unexpected argument 'stray'" -- "$mayfly" mcp stray
+expect "pause without --out" 2 "--vsock PATH and --out DIR are required" -- "$mayfly" pause --vsock "$tmp/no.sock"
+expect "fork with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" fork --vsock "$tmp/no.sock" --out "$tmp/o" stray
+expect "pause into a file" 4 "exists and is not an empty directory" -- "$mayfly" pause --vsock "$tmp/no.sock" --out "$tmp/empty"
+expect "pause of no VM" 3 "no control socket '$tmp/no.sock.ctl'" -- "$mayfly" pause --vsock "$tmp/no.sock" --out "$tmp/o"
+expect "fork through a FIFO as the control socket" 3 "is not a mayfly control socket" -- "$mayfly" fork --vsock "$tmp/fifo-vm" --out "$tmp/o"
+[ -e "$tmp/o" ] && { echo "# a refused pause left $tmp/o behind"; failed=$((failed + 1)); }
+ls -d "$tmp"/o.tmp-* > /dev/null 2>&1 && { echo "# a refused pause left a temporary directory"; failed=$((failed + 1)); }
 expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"

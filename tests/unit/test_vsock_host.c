@@ -382,3 +382,34 @@ Test(vsock_host, guest_connect_without_listener_rst)
 	cr_assert_eq(vs->nr_conns, 0);
 	cr_assert_eq(vs->conns_refused, 2);
 }
+
+/* ---- held for a live snapshot (mayfly pause, fork) ---- */
+
+Test(vsock_host, hold_refused_during_a_call_and_keeps_clients_waiting)
+{
+	struct gconn gc;
+	unsigned before;
+	int fd, waiting;
+
+	guest_init(FEAT_VERSION_1);
+	rx_post(8, RX_DEFAULT);
+	fd = host_conn(&gc, 1234);
+	cr_assert_eq(virtio_vsock_hold(vs), -EBUSY, "an open connection is a call in flight");
+	close(fd);
+	spin_ms(50);
+	cr_assert_eq(virtio_vsock_hold(vs), 0, "a connection whose client hung up is no call");
+	before = vs->nr_conns;
+	waiting = client_open();
+	client_say(waiting, "CONNECT 1234\n");
+	spin_ms(100);
+	cr_assert_eq(vs->nr_conns, before, "a client got in while the listener was held");
+	/* Holds count: two holds, two releases. */
+	cr_assert_eq(virtio_vsock_hold(vs), 0);
+	virtio_vsock_release(vs);
+	spin_ms(100);
+	cr_assert_eq(vs->nr_conns, before, "one release of two let a client in");
+	virtio_vsock_release(vs);
+	spin_ms(100);
+	cr_assert_eq(vs->nr_conns, before + 1, "the waiting client was not taken after the release");
+	close(waiting);
+}

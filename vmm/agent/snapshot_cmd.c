@@ -43,8 +43,7 @@ static void make_fail(struct make_ctx *m, int code, const char *fmt, ...)
 	m->code = code;
 }
 
-/* QUIESCE: the agent syncs and closes every connection, ours last. */
-static int quiesce(struct agent_client *c, const char **why)
+int snapshot_quiesce(struct agent_client *c, const char **why)
 {
 	uint64_t deadline = clock_now_ns() + QUIESCE_WAIT_S * NS;
 	uint32_t id = agent_client_id(c);
@@ -132,7 +131,7 @@ static void make_job(struct vm_agent *va, void *opaque)
 		}
 	}
 	record_workingset(va);
-	rc = quiesce(&va->client, &why);
+	rc = snapshot_quiesce(&va->client, &why);
 	if (!rc)
 		rc = vm_devices_wait_idle(&va->vm, IDLE_WAIT_S * 1000, &why);
 	if (rc) {

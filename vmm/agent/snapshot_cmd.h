@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "agent/client.h"
 
 /* `mayfly snapshot create` (argv[0] is "snapshot"). The exit code. */
 int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns);
@@ -21,5 +22,10 @@ int snapshot_vm_config(struct vm_config *vm, int verbose);
  * after one line. */
 int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
 		  uint64_t start_ns, bool show_output);
+
+/* QUIESCE on a connected client: the agent syncs the guest's file systems
+ * and closes every connection, this one last (then closed here too). 0,
+ * or -errno with *why (-EPROTO: refused, e.g. EAGAIN before FRESHEN). */
+int snapshot_quiesce(struct agent_client *c, const char **why);
 
 #endif

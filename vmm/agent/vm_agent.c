@@ -1,6 +1,7 @@
 /* vm_agent.c - a VM in this process, driven through its guest agent by a job on a second thread. */
 #include "agent/vm_agent.h"
 #include "agent/session.h"
+#include "control/ctl_server.h"
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
@@ -109,6 +110,9 @@ static void *agent_thread(void *arg)
 			vm_stop(&va->vm, RUN_EXIT_AGENT, "%s", why);
 		return NULL;
 	}
+	/* Freshened: host clients held in the backlog come in now. */
+	if (va->vm.snap && va->vm.vsock)
+		virtio_vsock_release(va->vm.vsock);
 	va->ready_ns = clock_now_ns();
 	log_info("guest agent ready after %.1f ms", (double)(va->ready_ns - va->start_ns) / 1e6);
 	if (!va->job) {
@@ -136,9 +140,15 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	va->built_ns = clock_now_ns();
 	if (!code && va->jail)
 		code = jail_enter(va->jail, cfg);
+	if (!code && va->ctl && ctl_server_start(va->ctl, &va->vm))
+		code = EXIT_INTERNAL;
 	if (code)
 		return code;
 	va->built = true;
+	/* A restored agent refuses work until FRESHEN: a client of the --vsock
+	 * socket waits in the backlog until our thread has sent it. */
+	if (snap && va->vm.vsock && virtio_vsock_hold(va->vm.vsock))
+		log_warn("cannot hold the vsock listener until the agent is freshened");
 	va->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (va->cancel_fd < 0) {
 		log_error("cannot create an eventfd: %s", strerror(errno));

@@ -12,6 +12,7 @@
 #define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
 
 struct vm_agent;
+struct ctl_server;
 
 /* Runs on the agent thread once the agent answered (and, restored, took
  * FRESHEN). When it returns the VM is stopped, unless keep_running. */
@@ -33,6 +34,7 @@ struct vm_agent {
 	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
 	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
 	struct jail *jail;            /* entered between vm_build and the first thread; or NULL */
+	struct ctl_server *ctl;       /* boot --vsock: started after the jail (the caller stops it) */
 };
 
 /* Build the VM (cold, or from snap when not NULL), run it on this thread

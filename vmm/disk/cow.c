@@ -326,33 +326,45 @@ static int cow_write_dirty(const struct disk *disk, const struct cow *c, int fd)
 	return 0;
 }
 
-int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap_out *o,
-		  const char **why)
+int disk_cow_save_fd(const struct disk *disk, int fd, struct snap_out *o, const char **why)
 {
 	const struct cow *c = disk->priv;
-	struct atomic_file f;
 	int ret;
 
 	if (!disk_is_cow(disk))
 		return snap_why(why, -EINVAL, "not a copy-on-write disk");
-	ret = atomic_file_open(&f, overlay_path);
-	if (ret)
-		return snap_why(why, ret, "cannot create %s: %s", overlay_path, strerror(-ret));
 	/* The size first: every block not written stays a hole. */
-	ret = ftruncate(f.fd, (off_t)disk->size) < 0 ? -errno : cow_write_dirty(disk, c, f.fd);
-	if (ret) {
-		atomic_file_abort(&f);
-		return snap_why(why, ret, "cannot write %s: %s", overlay_path, strerror(-ret));
-	}
-	ret = atomic_file_commit(&f);
+	ret = ftruncate(fd, (off_t)disk->size) < 0 ? -errno : cow_write_dirty(disk, c, fd);
 	if (ret)
-		return snap_why(why, ret, "cannot write %s: %s", overlay_path, strerror(-ret));
+		return snap_why(why, ret, "cannot write the disk overlay: %s", strerror(-ret));
 	snap_out_u64(o, disk->size);
 	snap_out_u32(o, COW_BLOCK);
 	snap_out_u32(o, 0);
 	for (size_t i = 0; i < c->dirty_len / sizeof(uint64_t); i++)
 		snap_out_u64(o, c->dirty[i]);
 	return 0;
+}
+
+struct overlay_fill {
+	const struct disk *disk;
+	struct snap_out *o;
+};
+
+static int overlay_fill(int fd, void *opaque, const char **why)
+{
+	struct overlay_fill *f = opaque;
+
+	return disk_cow_save_fd(f->disk, fd, f->o, why);
+}
+
+int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap_out *o,
+		  const char **why)
+{
+	struct overlay_fill f = { disk, o };
+
+	if (!disk_is_cow(disk))
+		return snap_why(why, -EINVAL, "not a copy-on-write disk");
+	return atomic_file_fill(overlay_path, overlay_fill, &f, why);
 }
 
 /* Fill the dirty map of a freshly opened disk from a saved payload. */

@@ -83,6 +83,10 @@ int disk_check_snapshot(const struct disk *disk, const char **why)
  * is left behind, an older file of that name stays). */
 int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap_out *o,
 		  const char **why) __attribute__((warn_unused_result));
+/* The same into `fd`, an empty file open for writing (a jailed VM gets it
+ * from the process that names the file), not synced. */
+int disk_cow_save_fd(const struct disk *disk, int fd, struct snap_out *o, const char **why)
+	__attribute__((warn_unused_result));
 
 /* Open a copy-on-write disk as a snapshot left it: the base at base_path
  * opened as disk_open_cow does, and the overlay file mapped MAP_PRIVATE as

@@ -2,6 +2,7 @@
 #include "jail/jail.h"
 #include "jail/creds.h"
 #include "jail/ns.h"
+#include "control/ctl_msg.h"
 #include "exitcode.h"
 #include "log.h"
 
@@ -139,6 +140,7 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 /* Everything jail_start made on the host, once the VM process is gone. */
 static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was_there)
 {
+	char path[CONFIG_PATH_MAX];
 	struct stat st;
 
 	if (j->dir[0] && rmdir(j->dir) < 0)
@@ -150,6 +152,11 @@ static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was
 	if (cfg->vsock_path[0] && !socket_was_there && lstat(cfg->vsock_path, &st) == 0 &&
 	    S_ISSOCK(st.st_mode))
 		unlink(cfg->vsock_path);
+	/* Its control socket (mayfly pause, fork), last: a client waits for it
+	 * to go. The VM bound a new one (a new inode) over any stale one. */
+	if (cfg->vsock_path[0] && !ctl_socket_path(cfg->vsock_path, path, sizeof(path)) &&
+	    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino != j->ctl_before)
+		unlink(path);
 }
 
 /* The supervisor: signals sent to us go to the VM process (the terminal's
@@ -262,6 +269,10 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 		return JAIL_SUPERVISOR_DONE;
 	}
 	socket_was_there = cfg->vsock_path[0] && lstat(cfg->vsock_path, &st) == 0;
+	if (cfg->vsock_path[0] && !ctl_socket_path(cfg->vsock_path, j->dir, sizeof(j->dir)) &&
+	    lstat(j->dir, &st) == 0)
+		j->ctl_before = st.st_ino;
+	j->dir[0] = '\0';
 	if (!j->root) {
 		rc = ns_enter_user(j->uid, j->gid, &what);
 		if (rc) {

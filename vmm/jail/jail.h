@@ -34,6 +34,7 @@ struct jail {
 	gid_t gid;
 	char dir[CONFIG_PATH_MAX]; /* the jail directory on the host */
 	char vsock_dir[CONFIG_PATH_MAX];   /* boot --vsock: the socket's directory, kept */
+	ino_t ctl_before;          /* boot --vsock: PATH.ctl's inode before the VM (0: none) */
 	char cwd[CONFIG_PATH_MAX];
 	struct cgroup cgroup;
 };

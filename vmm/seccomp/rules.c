@@ -148,8 +148,11 @@ static const struct seccomp_rule agent[] = {
 };
 
 /* snapshot create's client: as the agent, then vm_snapshot_save on this
- * thread: pause, KVM's GET ioctls, the memory, overlay and state files. */
+ * thread: pause, KVM's GET ioctls, the memory, overlay and state files.
+ * Also boot --vsock's control socket thread (mayfly pause, fork): the same
+ * save, into files its client passes. */
 static const struct seccomp_rule snapshot[] = {
+	ALLOW(accept4, "boot --vsock: a client of the control socket PATH.ctl (mayfly pause, fork)"),
 	ALLOW(mkdir, "mkdtemp beside --out; the hash cache"),
 	ALLOW(rmdir, "a failed save removes its directory"),
 	ALLOW(renameat2, "a new snapshot swapped with an old one (RENAME_EXCHANGE)"),

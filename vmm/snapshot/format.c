@@ -126,35 +126,36 @@ int snap_writer_finish(struct snap_writer *w, const uint8_t **data, size_t *len)
 	return 0;
 }
 
-int snap_writer_save(struct snap_writer *w, const char *path, const char **why)
+int snap_writer_write_fd(struct snap_writer *w, int fd, const char **why)
 {
-	struct atomic_file f;
 	const uint8_t *data;
 	size_t len, done = 0;
-	int rc;
+	int rc = snap_writer_finish(w, &data, &len);
 
-	rc = snap_writer_finish(w, &data, &len);
 	if (rc)
 		return snap_why(why, rc, "out of memory building the snapshot state");
-	rc = atomic_file_open(&f, path);
-	if (rc)
-		return snap_why(why, rc, "cannot create %s: %s", path, strerror(-rc));
 	while (done < len) {
-		ssize_t n = write(f.fd, data + done, len - done);
+		ssize_t n = write(fd, data + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			rc = n < 0 ? -errno : -EIO;
-			atomic_file_abort(&f);
-			return snap_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
+			return snap_why(why, rc, "cannot write the state file: %s", strerror(-rc));
 		}
 		done += (size_t)n;
 	}
-	rc = atomic_file_commit(&f);
-	if (rc)
-		return snap_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
 	return 0;
+}
+
+static int writer_fill(int fd, void *opaque, const char **why)
+{
+	return snap_writer_write_fd(opaque, fd, why);
+}
+
+int snap_writer_save(struct snap_writer *w, const char *path, const char **why)
+{
+	return atomic_file_fill(path, writer_fill, w, why);
 }
 
 void snap_writer_free(struct snap_writer *w)

@@ -89,6 +89,10 @@ int snap_writer_add(struct snap_writer *w, uint32_t type, const void *payload, s
  * with *why a one-line reason. The writer is finished either way: free it. */
 int snap_writer_save(struct snap_writer *w, const char *path, const char **why)
 	__attribute__((warn_unused_result));
+/* The same into `fd`, an empty file open for writing, from its current
+ * offset, not synced. */
+int snap_writer_write_fd(struct snap_writer *w, int fd, const char **why)
+	__attribute__((warn_unused_result));
 
 /* Append the end marker and hand out the whole file (for tests and fuzz
  * seeds): *data stays owned by the writer. 0 or -ENOMEM. */

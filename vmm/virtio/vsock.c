@@ -355,6 +355,10 @@ static void vsock_wake_event(void *opaque, uint32_t events)
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
 	vsock_host_take_local(v);
+	/* Released after a live snapshot: watch the listener again. */
+	if (v->listen_paused && !v->held && v->nr_conns < v->max_conns &&
+	    !event_loop_mod(v->loop, v->listen_fd, EPOLLIN))
+		v->listen_paused = false;
 	pthread_mutex_unlock(&v->mmio.lock);
 }
 

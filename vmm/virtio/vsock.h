@@ -64,6 +64,7 @@ struct virtio_vsock {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd;
 	bool listen_paused;           /* not watched: at the connection cap, or out of fds */
+	unsigned held;                /* mmio.lock: virtio_vsock_hold count; clients wait in the backlog */
 	dev_t sock_dev;               /* the socket file we bound: unlink only that one */
 	ino_t sock_ino;
 	int wake_fd;                  /* eventfd: reset_pending was set */
@@ -158,6 +159,15 @@ int virtio_vsock_connect_local(struct virtio_vsock *v);
 /* Whether the device has no connection left: none open, closing or
  * waiting for the I/O thread. Any thread (takes the device lock). */
 bool virtio_vsock_quiet(struct virtio_vsock *v);
+
+/* Stop taking clients from the Unix listener (they wait in its backlog;
+ * local connections still come in) if no connection is open, being made
+ * or waiting (closing ones do not count: their call ended): before a live
+ * snapshot, and while a restored guest's agent is freshened. 0 held, or
+ * -EBUSY (a call in flight: nothing changed). Any thread. Holds count:
+ * the listener goes on once each is released (virtio_vsock_release). */
+int virtio_vsock_hold(struct virtio_vsock *v);
+void virtio_vsock_release(struct virtio_vsock *v);
 
 /* Log the connection and byte statistics at info level. */
 void virtio_vsock_log_stats(const struct virtio_vsock *v);

@@ -152,7 +152,8 @@ void vsock_conn_free(struct vsock_conn *c)
 	free(c);
 	/* A slot is free again: a listener paused by the cap or by EMFILE may
 	 * go on, and so may local connections. */
-	if (v->listen_paused && v->loop && !event_loop_mod(v->loop, v->listen_fd, EPOLLIN))
+	if (v->listen_paused && !v->held && v->loop &&
+	    !event_loop_mod(v->loop, v->listen_fd, EPOLLIN))
 		v->listen_paused = false;
 	vsock_host_slot_freed(v);
 }

@@ -219,7 +219,10 @@ void vsock_listen_event(void *opaque, uint32_t events)
 	(void)events;
 	pthread_mutex_lock(&v->mmio.lock);
 	vsock_sync(v);
-	for (int i = 0; i < 16; i++) {
+	/* Held for a live snapshot: clients wait in the backlog. */
+	if (v->held)
+		pause_listener(v);
+	for (int i = 0; i < 16 && !v->held; i++) {
 		int fd;
 
 		/* At the cap, clients wait in the backlog for a free slot

@@ -27,6 +27,33 @@ bool virtio_vsock_quiet(struct virtio_vsock *v)
 	return !open && !waiting;
 }
 
+int virtio_vsock_hold(struct virtio_vsock *v)
+{
+	unsigned busy, waiting;
+
+	pthread_mutex_lock(&v->mmio.lock);
+	busy = 0;
+	for (const struct vsock_conn *c = v->conns; c; c = c->next)
+		busy += c->state != CONN_CLOSING;
+	conns_left(v, &waiting);
+	busy += waiting;
+	/* Accepting happens under this lock: once set, no client gets in. */
+	if (!busy)
+		v->held++;
+	pthread_mutex_unlock(&v->mmio.lock);
+	return busy ? -EBUSY : 0;
+}
+
+void virtio_vsock_release(struct virtio_vsock *v)
+{
+	pthread_mutex_lock(&v->mmio.lock);
+	if (v->held)
+		v->held--;
+	pthread_mutex_unlock(&v->mmio.lock);
+	/* The I/O thread watches the listener again (vsock_wake_event). */
+	vsock_wake_io(v);
+}
+
 /*
  * A connection is a socket in this process and state on both sides of the
  * guest: nothing a file can carry. So a snapshot holds none, and the guest
