@@ -11,7 +11,7 @@
 
 enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP,
        C_SNAP = 1 << CLI_SNAPSHOT, C_MCP = 1 << CLI_MCP, C_AUDIT = 1 << CLI_AUDIT,
-       C_PAUSE = 1 << CLI_PAUSE, C_FORK = 1 << CLI_FORK };
+       C_PAUSE = 1 << CLI_PAUSE, C_FORK = 1 << CLI_FORK, C_SERVE = 1 << CLI_SERVE };
 
 enum opt_id {
 	O_HELP = 'h', O_VERBOSE = 'v',
@@ -21,6 +21,7 @@ enum opt_id {
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
+	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES,
 };
 
 struct cli_option {
@@ -34,7 +35,7 @@ struct cli_option {
 /* The one table. An option that means something else for another command
  * (--vsock) has one row per meaning. */
 static const struct cli_option options[] = {
-	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN | C_MCP, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
+	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN | C_MCP | C_SERVE, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
 	  "instead of booting; --mem, --cpus, --kernel, --rootfs\n"
 	  "given must match it" },
 	{ "cold", O_COLD, C_RUN | C_MCP, NULL, "boot the kernel instead of restoring the default\n"
@@ -44,7 +45,7 @@ static const struct cli_option options[] = {
 	  "name or an empty directory; it appears whole or not at all" },
 	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
 	  "(repeatable, in order; each must exit 0)" },
-	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
 	  "(default: the guest kernel tools/build-guest built)" },
 	{ "initrd", O_INITRD, C_BOOT, "FILE",
 	  "initial ramdisk (default with the default kernel: its initramfs)" },
@@ -56,17 +57,17 @@ static const struct cli_option options[] = {
 	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
 	  "IMG is never written; the guest's writes vanish with the VM;\n"
 	  "agent or minimal name tools/build-guest's images" },
-	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP, "IMG", "root image: agent (Debian 12 with python3, git,\n"
+	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP | C_SERVE, "IMG", "root image: agent (Debian 12 with python3, git,\n"
 	  "node, gcc...), minimal (busybox) or a path (default:\n"
 	  "agent once tools/build-guest --agent built it, else minimal)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
 	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
-	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
-	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP, "N", "vCPUs (default 1, at most 254)" },
+	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "N", "vCPUs (default 1, at most 254)" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
 	  "(Ctrl-A x quits)" },
 	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP | C_MCP, "ID", "VM id shown in log lines (default: a random one)" },
-	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP | C_MCP, "PATH", "KVM device (default /dev/kvm)" },
+	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "PATH", "KVM device (default /dev/kvm)" },
 	{ "vsock", O_VSOCK, C_BOOT, "PATH", "add a virtio-vsock device (guest CID 3): host programs\n"
 	  "connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
 	  "guest connections to port P reach the socket PATH_P;\n"
@@ -86,38 +87,48 @@ static const struct cli_option options[] = {
 	  "terminal in raw mode, its size followed); one merged stream" },
 	{ "json", O_JSON, C_RUN | C_EXEC, NULL, "one JSON event per line on stdout (started, stdout,\n"
 	  "stderr, exit, timings, error) instead of the raw streams" },
-	{ "call-timeout", O_CALL_TIMEOUT, C_RUN | C_EXEC | C_CP | C_MCP, "SEC",
+	{ "call-timeout", O_CALL_TIMEOUT, C_RUN | C_EXEC | C_CP | C_MCP | C_SERVE, "SEC",
 	  "give up on the agent after SEC seconds for each call\n"
 	  "other than CMD itself: a file copy, the handshake (default 120)" },
-	{ "max-get-bytes", O_MAX_GET, C_RUN | C_CP | C_MCP, "BYTES",
+	{ "max-get-bytes", O_MAX_GET, C_RUN | C_CP | C_MCP | C_SERVE, "BYTES",
 	  "refuse a file out of the VM larger than BYTES\n(K/M/G suffixes; default 1G)" },
-	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC | C_MCP, "BYTES",
+	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC | C_MCP | C_SERVE, "BYTES",
 	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
 	  "is killed; the exit event says truncated (default 256M)" },
-	{ "audit", O_AUDIT, C_RUN | C_MCP, "FILE", "append one hash-chained JSON line per tool call (exec,\n"
+	{ "audit", O_AUDIT, C_RUN | C_MCP | C_SERVE, "FILE", "append one hash-chained JSON line per tool call (exec,\n"
 	  "file write, file read) to FILE (mayfly audit verify FILE)" },
-	{ "approve", O_APPROVE, C_RUN | C_MCP, "CMD", "before each exec or file write, run CMD (sh -c) with\n"
+	{ "approve", O_APPROVE, C_RUN | C_MCP | C_SERVE, "CMD", "before each exec or file write, run CMD (sh -c) with\n"
 	  "the call as JSON on stdin: exit 0 allows it, anything\n"
 	  "else refuses it (run exits 123)" },
-	{ "approve-timeout", O_APPROVE_TIMEOUT, C_RUN | C_MCP, "SEC",
+	{ "approve-timeout", O_APPROVE_TIMEOUT, C_RUN | C_MCP | C_SERVE, "SEC",
 	  "an approver that has not exited after SEC seconds\n"
 	  "is killed and the call refused (default 30)" },
 	{ "head", O_HEAD, C_AUDIT, "HASH", "the chain must contain the line whose sha256 is HASH\n"
 	  "(a head printed before): lines cut off the end show" },
-	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP, NULL,
+	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
 	  "debugging only: no per-thread seccomp filters (a warning says so)" },
 	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP, "BYTES",
 	  "the root's copy-on-write overlay (host RAM) holds at most\n"
 	  "BYTES; guest writes past it get I/O errors (default 512M)" },
-	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN, NULL, "run the VMM unjailed, with all our privileges\n"
+	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SERVE, NULL, "run the VMM unjailed, with all our privileges\n"
 	  "(debugging only; see docs/security.md)" },
-	{ "uid", O_UID, C_BOOT | C_RUN, "UID", "started as root, the jailed VMM's uid (default 65534)" },
-	{ "gid", O_GID, C_BOOT | C_RUN, "GID", "started as root, the jailed VMM's gid (default 65534)" },
-	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
+	{ "uid", O_UID, C_BOOT | C_RUN | C_SERVE, "UID", "started as root, the jailed VMM's uid (default 65534)" },
+	{ "gid", O_GID, C_BOOT | C_RUN | C_SERVE, "GID", "started as root, the jailed VMM's gid (default 65534)" },
+	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SERVE, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
-	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK, NULL,
+	{ "socket", O_SOCKET, C_SERVE, "PATH", "serve the API on the Unix socket PATH, mode 0600\n"
+	  "(default: STATE/api.sock)" },
+	{ "listen", O_LISTEN, C_SERVE, "ADDR", "serve it on a loopback TCP port instead:\n"
+	  "127.0.0.1:PORT or [::1]:PORT (needs --tokens)" },
+	{ "tokens", O_TOKENS, C_SERVE, "FILE", "bearer tokens, one \"NAME TOKEN\" a line (mode 0600);\n"
+	  "NAME is the audit log's caller (default: none asked)" },
+	{ "state", O_STATE, C_SERVE, "DIR", "the service's state (default ~/.cache/mayfly/serve,\n"
+	  "/var/lib/mayfly/serve as root); what a previous\nservice left there is cleaned at start" },
+	{ "pool", O_POOL, C_SERVE, "N", "keep N restored VMs ready for creates (default 0)" },
+	{ "max-sandboxes", O_MAX_SANDBOXES, C_SERVE, "N", "at most N sandboxes at once (default 64)" },
+	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK | C_SERVE, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
-	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK, NULL,
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK | C_SERVE, NULL,
 	  "this text" },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -142,6 +153,11 @@ static const char *const intros[CLI_NR_CMDS] = {
 		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
 		"line, MCP 2025-06-18): one VM (restored from the default snapshot) for the\n"
 		"session, tools run_command, read_file, write_file and list_files in it.\n"),
+	[CLI_SERVE] = ("usage: mayfly serve [options]\n\n"
+		"An HTTP/1.1 JSON API (docs/openapi.yaml) for many sandboxes at once, each a\n"
+		"jailed VM restored from the default snapshot (or --snapshot DIR), kept across\n"
+		"calls: create, exec (streamed JSON lines), files, pause, resume, fork, delete,\n"
+		"/metrics, /health.\n"),
 	[CLI_AUDIT] = ("usage: mayfly audit verify [--head HASH] FILE\n\n"
 		"Check an audit log written by --audit: every line whole and in its place in\n"
 		"the hash chain. Prints the number of records and the chain's head.\n"),
@@ -170,6 +186,8 @@ static const char *const trailers[CLI_NR_CMDS] = {
 		"capped at 16M here, whatever is given.\n"
 		"Exit: 0 at the end of stdin; 125 mayfly or the VM failed, 126 the agent\n"
 		"failed (one line on stderr says why).\n"),
+	[CLI_SERVE] = ("SIGTERM or SIGINT drains: calls in flight get 10 s, then every VM stops.\n"
+		"Exit: 0 after a drain; 2 bad usage; 125 the service could not start.\n"),
 	[CLI_AUDIT] = ("Exit: 0 the chain is intact, 1 it is not (one line names the first bad\n"
 		"line), 2 bad usage or the file cannot be read.\n"),
 	[CLI_PAUSE] = ("Exit: 0 saved and the VM ended, 1 the save failed, 2 bad usage, 3 no VM\n"
@@ -419,6 +437,20 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return CLI_ERROR;
 		c->jail.cpu_pct = (unsigned)n;
 		return CLI_OK;
+	case O_SOCKET: return nonempty(&c->serve.socket, "socket", val, err, errlen);
+	case O_LISTEN: return nonempty(&c->serve.listen, "listen", val, err, errlen);
+	case O_TOKENS: return nonempty(&c->serve.tokens, "tokens", val, err, errlen);
+	case O_STATE: return nonempty(&c->serve.state, "state", val, err, errlen);
+	case O_POOL:
+		if (number("pool", val, 0, 64, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->serve.pool = (unsigned)n;
+		return CLI_OK;
+	case O_MAX_SANDBOXES:
+		if (number("max-sandboxes", val, 1, 1024, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->serve.max_sandboxes = (unsigned)n;
+		return CLI_OK;
 	case O_VERBOSE:
 		if (vm->log_level < LOG_DEBUG)
 			vm->log_level++;
@@ -447,6 +479,7 @@ static void defaults(struct cli *c)
 	c->run.max_get_bytes = RUN_DEFAULT_MAX_GET_BYTES;
 	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;
 	c->run.approve_timeout_s = APPROVE_DEFAULT_TIMEOUT_S;
+	c->serve.max_sandboxes = 64;
 }
 
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
@@ -454,7 +487,7 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 {
 	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp",
 							 "snapshot create", "mcp", "audit", "pause",
-							 "fork" };
+							 "fork", "serve" };
 	struct option longopts[NR_OPTIONS + 1];
 	size_t n = 0;
 	char what[64];
@@ -498,6 +531,7 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 	switch (cmd) {
 	case CLI_BOOT:
 	case CLI_MCP:
+	case CLI_SERVE:
 		if (c->run.argc)
 			return fail(err, errlen, "unexpected argument '%s' (see mayfly %s --help)",
 				    argv[optind], names[cmd]);

@@ -10,7 +10,7 @@
 #include "jail/jail.h"
 
 enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_PAUSE,
-	       CLI_FORK, CLI_NR_CMDS };
+	       CLI_FORK, CLI_SERVE, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 
@@ -32,6 +32,10 @@ struct cli {
 	int nsetup;
 	const char *out;           /* snapshot create, pause, fork: --out DIR */
 	const char *audit_head;    /* audit verify: --head HASH */
+	struct {                   /* mayfly serve */
+		const char *socket, *listen, *tokens, *state;
+		unsigned pool, max_sandboxes;
+	} serve;
 };
 
 enum cli_result {

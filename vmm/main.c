@@ -13,6 +13,7 @@
 #include "agent/mcp_cmd.h"
 #include "agent/snapshot_cmd.h"
 #include "agent/vm_agent.h"
+#include "serve/serve_cmd.h"
 #include "control/ctl_client.h"
 #include "control/ctl_server.h"
 
@@ -34,6 +35,7 @@ static const char usage[] =
 	"  fork     save a boot --vsock VM into a snapshot, it goes on running\n"
 	"  mcp      a Model Context Protocol server on stdio, one VM per session\n"
 	"  audit verify      check an audit log's hash chain (run/mcp --audit)\n"
+	"  serve    an HTTP API for many sandboxes (docs/openapi.yaml)\n"
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
@@ -144,6 +146,8 @@ static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return cmd_audit(c, argc - 1, argv + 1);
 	if (!strcmp(cmd, "pause") || !strcmp(cmd, "fork"))
 		return cmd_ctl(c, argc - 1, argv + 1, !strcmp(cmd, "fork"));
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(c, argc - 1, argv + 1, start_ns);
 	log_say("unknown command '%s' (try mayfly --help)", cmd);
 	return EXIT_USAGE;
 }

@@ -39,7 +39,7 @@ expect() {
 	fi
 }
 
-echo "1..52"
+echo "1..57"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -99,6 +99,13 @@ expect "pause of no VM" 3 "no control socket '$tmp/no.sock.ctl'" -- "$mayfly" pa
 expect "fork through a FIFO as the control socket" 3 "is not a mayfly control socket" -- "$mayfly" fork --vsock "$tmp/fifo-vm" --out "$tmp/o"
 [ -e "$tmp/o" ] && { echo "# a refused pause left $tmp/o behind"; failed=$((failed + 1)); }
 ls -d "$tmp"/o.tmp-* > /dev/null 2>&1 && { echo "# a refused pause left a temporary directory"; failed=$((failed + 1)); }
+printf 'alice 0123456789abcdef0123\n' > "$tmp/tokens"
+chmod 600 "$tmp/tokens"
+expect "serve --listen without --tokens" 2 "needs --tokens" -- "$mayfly" serve --listen 127.0.0.1:8080
+expect "serve --socket with --listen" 2 "exclude each other" -- "$mayfly" serve --socket "$tmp/s" --listen 127.0.0.1:1
+expect "serve with a missing token file" 2 "cannot open token file" -- "$mayfly" serve --tokens "$tmp/nope"
+expect "serve with an empty token file" 2 "no token" -- "$mayfly" serve --tokens "$tmp/kvm-root-only"
+expect "serve --listen off loopback" 2 "only a loopback address" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --tokens "$tmp/tokens" --listen 0.0.0.0:8080
 expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"

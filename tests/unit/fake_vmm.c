@@ -1,0 +1,88 @@
+/* fake_vmm.c - a stand-in for `mayfly boot --snapshot DIR --vsock PATH` for mayfly serve's unit tests: no KVM, the real guest agent on the host behind the same socket protocol. */
+/*
+ * usage: fake_vmm boot ... --vsock PATH ...   (every other option ignored)
+ * Listens on PATH like mayfly boot's hybrid vsock; for each connection it
+ * reads "CONNECT <port>\n", answers "OK 1\n" and hands the connection to
+ * $MAYFLY_AGENT --fd (one agent process per connection, home $FAKE_VMM_HOME
+ * or /tmp). SIGTERM ends it (and its agents): exit 0, PATH removed.
+ * $FAKE_VMM_FAIL set: it exits 1 at once with one line, like a VM that
+ * cannot start.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *sock_path;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	unlink(sock_path);
+	kill(0, SIGKILL);   /* our agents: we lead the group the service made */
+	_exit(0);
+}
+
+static void serve_one(int c, const char *agent, const char *home)
+{
+	char line[64];
+	size_t n = 0;
+
+	while (n < sizeof(line) - 1 && read(c, line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	line[n] = '\0';
+	if (strncmp(line, "CONNECT ", 8) || write(c, "OK 1\n", 5) != 5)
+		_exit(1);
+	/* The agent waits for its commands: not our SIGCHLD disposition. */
+	signal(SIGCHLD, SIG_DFL);
+	if (dup2(c, 10) < 0)
+		_exit(127);
+	execl(agent, "mayfly-agent", "--fd", "10", "--home", home, (char *)NULL);
+	_exit(127);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *agent = getenv("MAYFLY_AGENT"), *home = getenv("FAKE_VMM_HOME");
+	int fd;
+
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--vsock"))
+			sock_path = argv[i + 1];
+	if (getenv("FAKE_VMM_FAIL")) {
+		fprintf(stderr, "mayfly: cannot restore: a fake failure\n");
+		return 1;
+	}
+	if (!sock_path || !agent || strlen(sock_path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "fake_vmm: --vsock PATH and $MAYFLY_AGENT needed\n");
+		return 2;
+	}
+	signal(SIGTERM, on_term);
+	signal(SIGCHLD, SIG_IGN);   /* agents reaped by the kernel */
+	strcpy(sa.sun_path, sock_path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		perror("fake_vmm");
+		return 1;
+	}
+	for (;;) {
+		int c = accept(fd, NULL, NULL);
+
+		if (c < 0)
+			continue;
+		if (fork() == 0) {
+			close(fd);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			serve_one(c, agent, home ? home : "/tmp");
+		}
+		close(c);
+	}
+}

@@ -1,0 +1,199 @@
+/* test_serve_registry.c - mayfly serve's records on disk, and the clean-up at start: a live VM process of a previous service killed (never a reused pid), its cgroup, jail directory and files removed. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "serve/registry.h"
+
+static char root[] = "/tmp/serve-registry-XXXXXX";
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(root));
+}
+
+static void teardown(void)
+{
+	registry_remove_tree(root);
+}
+
+TestSuite(serve_registry, .init = setup, .fini = teardown);
+
+#define PATH(out, fmt, ...) snprintf(out, sizeof(out), "%s/" fmt, root, ##__VA_ARGS__)
+
+static bool exists(const char *p)
+{
+	struct stat st;
+
+	return lstat(p, &st) == 0;
+}
+
+Test(serve_registry, a_record_reads_back_as_written)
+{
+	struct registry_record w = { .id = "0123abcd", .state = "running", .template = "t1",
+				     .pid = 1234, .pid_start = 99, .created = 1700000000, .cpus = 2,
+				     .mem_mib = 256, .disk_quota = 4096, .ttl_s = 60, .idle_s = 5 };
+	struct registry_record r;
+
+	cr_assert_eq(registry_write(root, &w), 0);
+	cr_assert_eq(registry_read(root, &r), 0);
+	cr_assert_str_eq(r.id, w.id);
+	cr_assert_str_eq(r.state, w.state);
+	cr_assert_str_eq(r.template, w.template);
+	cr_assert_eq(r.pid, w.pid);
+	cr_assert_eq(r.pid_start, w.pid_start);
+	cr_assert_eq(r.created, w.created);
+	cr_assert_eq(r.cpus, w.cpus);
+	cr_assert_eq(r.mem_mib, w.mem_mib);
+	cr_assert_eq(r.disk_quota, w.disk_quota);
+	cr_assert_eq(r.ttl_s, w.ttl_s);
+	cr_assert_eq(r.idle_s, w.idle_s);
+}
+
+Test(serve_registry, a_record_out_of_shape_is_refused)
+{
+	char p[512];
+	FILE *f;
+
+	PATH(p, REGISTRY_RECORD);
+	cr_assert_eq(registry_read(root, &(struct registry_record){ 0 }), -ENOENT);
+	f = fopen(p, "w");
+	fputs("{\"id\":\"../x\",\"state\":\"running\",\"template\":\"t\",\"pid\":1,\"pid_start\":1,"
+	      "\"created\":1,\"cpus\":1,\"mem\":1,\"disk_quota\":0,\"ttl\":0,\"idle_timeout\":0}", f);
+	fclose(f);
+	cr_assert_eq(registry_read(root, &(struct registry_record){ 0 }), -EINVAL, "a bad id");
+	f = fopen(p, "w");
+	fputs("{\"id\":\"ab\"", f);
+	fclose(f);
+	cr_assert_eq(registry_read(root, &(struct registry_record){ 0 }), -EINVAL);
+}
+
+/* A stand-in for a VM process a killed service left: a child of ours in a
+ * group of its own. */
+static pid_t stale_process(void)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		pause();
+		_exit(0);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+static void leave_sandbox(const char *id, pid_t pid, uint64_t start)
+{
+	struct registry_record r = { .pid = pid, .pid_start = start, .cpus = 1, .mem_mib = 1 };
+	char p[512];
+
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	snprintf(r.state, sizeof(r.state), "running");
+	PATH(p, "sb/%s", id);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	cr_assert_eq(registry_write(p, &r), 0);
+	strcat(p, "/vsock");
+	cr_assert_eq(mknod(p, S_IFREG | 0600, 0), 0);
+}
+
+Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
+{
+	struct registry_paths paths;
+	char sb[512], cg[512], jail[512], cgbase[512], jailbase[512], tmpbase[512], p[512];
+	pid_t pid = stale_process();
+	int killed, status;
+
+	PATH(sb, "sb");
+	cr_assert_eq(mkdir(sb, 0700), 0);
+	PATH(cgbase, "cg");
+	PATH(p, "cg/mayfly");
+	cr_assert_eq(mkdir(cgbase, 0700), 0);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	PATH(cg, "cg/mayfly/vm-%s-%ld", "aaaa", (long)pid);
+	cr_assert_eq(mkdir(cg, 0700), 0);
+	PATH(jailbase, "run");
+	cr_assert_eq(mkdir(jailbase, 0700), 0);
+	PATH(jail, "run/jail-%s-Ab3dE9", "aaaa");
+	cr_assert_eq(mkdir(jail, 0700), 0);
+	PATH(p, "run/jail-%s-Ab3dE9/vsock", "aaaa");
+	cr_assert_eq(mkdir(p, 0700), 0);
+	PATH(tmpbase, "tmp");
+	cr_assert_eq(mkdir(tmpbase, 0700), 0);
+	leave_sandbox("aaaa", pid, registry_pid_start(pid));
+	/* Another sandbox's jail directory is not this one's. */
+	PATH(p, "run/jail-%s-Zz9zZ9", "aaaab");
+	cr_assert_eq(mkdir(p, 0700), 0);
+
+	paths = (struct registry_paths){ cgbase, { jailbase, tmpbase } };
+	cr_assert_eq(registry_cleanup(root, &paths, &killed), 1);
+	cr_assert_eq(killed, 1);
+	cr_assert_eq(waitpid(pid, &status, WNOHANG), -1, "already reaped by the clean-up");
+	PATH(p, "sb/%s", "aaaa");
+	cr_assert_not(exists(p));
+	cr_assert_not(exists(cg));
+	cr_assert_not(exists(jail));
+	PATH(p, "run/jail-%s-Zz9zZ9", "aaaab");
+	cr_assert(exists(p));
+}
+
+Test(serve_registry, a_reused_pid_is_never_killed)
+{
+	struct registry_paths paths = { NULL, { NULL, NULL } };
+	char sb[512];
+	pid_t pid = stale_process();
+	int killed, status;
+
+	PATH(sb, "sb");
+	cr_assert_eq(mkdir(sb, 0700), 0);
+	/* The record's start time is not this process's: the pid was reused. */
+	leave_sandbox("bbbb", pid, registry_pid_start(pid) + 1);
+	cr_assert_eq(registry_cleanup(root, &paths, &killed), 1);
+	cr_assert_eq(killed, 0);
+	cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "still running");
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+Test(serve_registry, a_directory_without_a_record_is_removed_too)
+{
+	struct registry_paths paths = { NULL, { NULL, NULL } };
+	char p[512];
+	int killed;
+
+	PATH(p, "sb");
+	cr_assert_eq(mkdir(p, 0700), 0);
+	PATH(p, "sb/%s", "cccc");
+	cr_assert_eq(mkdir(p, 0700), 0);
+	cr_assert_eq(registry_cleanup(root, &paths, &killed), 1);
+	cr_assert_not(exists(p));
+	cr_assert_eq(registry_cleanup(root, &paths, &killed), 0, "nothing left the second time");
+}
+
+Test(serve_registry, remove_tree_never_follows_a_symlink)
+{
+	char dir[512], outside[512], link[512], victim[512];
+	int fd;
+
+	PATH(dir, "d");
+	PATH(outside, "outside");
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(mkdir(outside, 0700), 0);
+	PATH(victim, "outside/keep");
+	fd = open(victim, O_WRONLY | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	PATH(link, "d/l");
+	cr_assert_eq(symlink(outside, link), 0);
+	cr_assert_eq(registry_remove_tree(dir), 0);
+	cr_assert_not(exists(dir));
+	cr_assert(exists(victim));
+}

@@ -1,0 +1,260 @@
+/* test_serve_service.c - mayfly serve's sandboxes with a fake VMM (tests/unit/fake_vmm.c: the real guest agent behind boot's socket protocol, no KVM): create, exec streamed, files, a delete racing an exec, a VM that does not start, the warm pool, the drain. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serve/calls.h"
+#include "serve/service.h"
+
+static char root[] = "/tmp/serve-svc-XXXXXX";
+static char state[64], home[64];
+static struct service *svc;
+static pthread_t loop_thread;
+static atomic_bool loop_stop;
+
+/* The service's main loop: it spawns the VM processes (their PDEATHSIG
+ * follows this thread), reaps and expires. */
+static void *loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&loop_stop)) {
+		struct pollfd p = { svc->sup.efd, POLLIN, 0 };
+
+		if (poll(&p, 1, 50) > 0)
+			supervise_pending(&svc->sup);
+		service_tick(svc);
+	}
+	return NULL;
+}
+
+static void start(unsigned pool)
+{
+	const char *fake = getenv("FAKE_VMM");
+
+	cr_assert_not_null(fake, "FAKE_VMM is not set");
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(home, sizeof(home), "%s/home", root);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	cr_assert_eq(mkdir(home, 0700), 0);
+	setenv("FAKE_VMM_HOME", home, 1);
+	svc = calloc(1, sizeof(*svc));
+	svc->cfg.state = state;
+	snprintf(svc->cfg.exe, sizeof(svc->cfg.exe), "%s", fake);
+	snprintf(svc->cfg.tmpl.name, sizeof(svc->cfg.tmpl.name), "default");
+	snprintf(svc->cfg.tmpl.id, sizeof(svc->cfg.tmpl.id), "fake");
+	snprintf(svc->cfg.tmpl.dir, sizeof(svc->cfg.tmpl.dir), "%s", root);
+	svc->cfg.pool = pool;
+	svc->cfg.max_sandboxes = 8;
+	svc->cfg.call_timeout_s = 10;
+	svc->cfg.max_output = 1 << 20;
+	svc->cfg.max_file = 1 << 20;
+	cr_assert_eq(service_start(svc), 0);
+	atomic_store(&loop_stop, false);
+	cr_assert_eq(pthread_create(&loop_thread, NULL, loop, NULL), 0);
+}
+
+static void setup(void)
+{
+	start(0);
+}
+
+static int entries(const char *dir)
+{
+	char cmd[128];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+static void teardown(void)
+{
+	char sb[96];
+
+	service_stop(svc, 0);
+	atomic_store(&loop_stop, true);
+	pthread_join(loop_thread, NULL);
+	service_destroy(svc);
+	free(svc);
+	snprintf(sb, sizeof(sb), "%s/sb", state);
+	cr_assert_eq(entries(sb), 0, "the drain left sandboxes on disk");
+	registry_remove_tree(root);
+	unsetenv("FAKE_VMM_FAIL");
+}
+
+TestSuite(serve_service, .init = setup, .fini = teardown);
+
+static struct sandbox *create(void)
+{
+	struct api_create req = { 0 };
+	struct sandbox *sb;
+	char err[400];
+	int st = service_create(svc, &req, &sb, err, sizeof(err));
+
+	cr_assert_eq(st, 201, "create: %d %s", st, err);
+	service_put(svc, sb);
+	return sb;
+}
+
+/* Run argv in sb; the whole JSON event stream into out. */
+static void exec(struct sandbox *sb, const char *body, char *out, size_t len)
+{
+	struct call_result r = { 0 };
+	struct exec_stream *s;
+	struct sandbox *held;
+	struct api_exec req;
+	char err[300];
+	size_t got = 0;
+	ssize_t n;
+
+	cr_assert_eq(api_parse_exec(body, strlen(body), &req, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(service_get(svc, sb->id, &held, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(calls_exec_start(svc, held, "test", &req, &s, &r), 0, "%s", r.error);
+	while ((n = calls_exec_read(s, out + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	calls_exec_end(s);
+}
+
+Test(serve_service, create_exec_files_delete)
+{
+	struct sandbox *sb = create(), *held;
+	struct call_result r = { 0 };
+	char out[4096], dir[128], id[40], err[200];
+	uint8_t *data;
+	size_t len;
+	pid_t pid = sb->pid;
+
+	snprintf(dir, sizeof(dir), "%s/sb/%s/" REGISTRY_RECORD, state, sb->id);
+	cr_assert_eq(access(dir, R_OK), 0, "no record on disk");
+	exec(sb, "{\"argv\":[\"sh\",\"-c\",\"echo hi; exit 3\"]}", out, sizeof(out));
+	cr_assert(strstr(out, "{\"event\":\"stdout\",\"data\":\"hi\\n\"}"), "%s", out);
+	cr_assert(strstr(out, "\"code\":3"), "%s", out);
+
+	cr_assert_eq(service_get(svc, sb->id, &held, err, sizeof(err)), 0);
+	calls_file_put(svc, held, "test", "/f.txt", "abc", 3, 0600, &r);
+	cr_assert_eq(r.status, 204, "%s", r.error);
+	calls_file_get(svc, held, "test", "/f.txt", &data, &len, &r);
+	cr_assert_eq(r.status, 200, "%s", r.error);
+	cr_assert_eq(len, 3);
+	cr_assert_eq(memcmp(data, "abc", 3), 0);
+	free(data);
+	calls_file_get(svc, held, "test", "/missing", &data, &len, &r);
+	cr_assert_eq(r.status, 404, "%d %s", r.status, r.error);
+	service_put(svc, held);
+
+	snprintf(id, sizeof(id), "%s", sb->id);
+	cr_assert_eq(service_delete(svc, id, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(kill(pid, 0), -1, "the VM process is gone");
+	snprintf(dir, sizeof(dir), "%s/sb/%s", state, id);
+	cr_assert_eq(access(dir, F_OK), -1, "its directory is gone");
+	cr_assert_eq(service_delete(svc, id, err, sizeof(err)), 404);
+}
+
+struct racer {
+	struct sandbox *sb;
+	char out[4096];
+};
+
+static void *long_exec(void *arg)
+{
+	struct racer *r = arg;
+
+	exec(r->sb, "{\"argv\":[\"sleep\",\"30\"]}", r->out, sizeof(r->out));
+	return NULL;
+}
+
+Test(serve_service, a_delete_racing_an_exec_is_refused_until_it_ends)
+{
+	struct racer r = { .sb = create() };
+	struct call_result cr = { 0 };
+	struct sandbox *held;
+	pthread_t t;
+	char err[200];
+	int st = 0;
+
+	cr_assert_eq(pthread_create(&t, NULL, long_exec, &r), 0);
+	/* Until the exec runs (its slot is there), then the delete. */
+	for (int i = 0; i < 500 && !r.sb->execs; i++)
+		usleep(10000);
+	cr_assert_not_null(r.sb->execs);
+	st = service_delete(svc, r.sb->id, err, sizeof(err));
+	cr_assert_eq(st, 409, "%d %s", st, err);
+	cr_assert(strstr(err, "busy"), "%s", err);
+	cr_assert_eq(service_get(svc, r.sb->id, &held, err, sizeof(err)), 0);
+	/* The only exec there was: the last id given. */
+	cr_assert_eq(calls_signal(svc, held, svc->next_exec, SIGKILL, &cr), 0);
+	service_put(svc, held);
+	pthread_join(t, NULL);
+	cr_assert(strstr(r.out, "\"signal\":9"), "%s", r.out);
+	cr_assert_eq(service_delete(svc, r.sb->id, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(serve_service, a_vm_that_does_not_start_is_500_with_its_line_and_leaves_nothing)
+{
+	struct api_create req = { 0 };
+	struct sandbox *sb;
+	char err[400], dir[96];
+
+	setenv("FAKE_VMM_FAIL", "1", 1);
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 500);
+	cr_assert(strstr(err, "a fake failure"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(entries(dir), 0);
+}
+
+static void pool_setup(void)
+{
+	start(2);
+}
+
+TestSuite(serve_pool, .init = pool_setup, .fini = teardown);
+
+Test(serve_pool, fills_gives_and_refills)
+{
+	struct metrics_gauges g;
+	struct sandbox *sb;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		service_gauges(svc, &g);
+		if (g.pool_ready == 2)
+			break;
+		usleep(10000);
+	}
+	cr_assert_eq(g.pool_ready, 2, "the pool did not fill");
+	sb = create();
+	service_gauges(svc, &g);
+	cr_assert_eq(g.running, 1);
+	for (i = 0; i < 500; i++) {
+		service_gauges(svc, &g);
+		if (g.pool_ready == 2)
+			break;
+		usleep(10000);
+	}
+	cr_assert_eq(g.pool_ready, 2, "the pool did not refill");
+	{
+		json_t *list = service_list(svc);
+
+		cr_assert_eq(json_array_size(list), 1, "pooled VMs are not listed");
+		cr_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "id")),
+				 sb->id);
+		json_decref(list);
+	}
+}

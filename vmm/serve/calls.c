@@ -1,0 +1,532 @@
+/* calls.c - mayfly serve's tool calls into a sandbox through its guest agent: exec (streamed as JSON lines), signals, files; each approved and audited. */
+#include "serve/calls.h"
+#include "agent/client.h"
+#include "agent/events.h"
+#include "agent/session.h"
+#include "agent/transfer.h"
+#include "agent/vm_agent.h"
+#include "clock.h"
+#include "log.h"
+#include "protocol.h"
+#include "serve/guest_fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define NS_PER_S       1000000000ULL
+#define EXEC_GRACE_S   10   /* past the exec's timeout, for the agent's EXIT to arrive */
+
+struct exec_slot {
+	uint64_t id;
+	int sig_w;                 /* a byte per signal for the command */
+	struct exec_slot *next;
+};
+
+struct exec_stream {
+	struct service *svc;
+	struct sandbox *sb;
+	struct api_exec req;
+	struct gate gate;
+	char caller[80];
+	json_t *call;
+	uint64_t start_ns;
+	struct exec_slot slot;
+	int out_r, out_w;          /* the JSON lines: the call's thread writes, HTTP reads */
+	int sig_r;
+	int stdin_fd;              /* a memfd with the body's stdin, or -1 */
+	pthread_t thread;
+	char **env;                /* the sandbox's, then the call's */
+	struct agent_client client;
+};
+
+static void result(struct call_result *r, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void result(struct call_result *r, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->status = status;
+	r->code = code;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+}
+
+/* An agent call's failure as an HTTP status. */
+static void agent_failed(struct call_result *r, int rc, const char *what, const char *why)
+{
+	int status = 502;
+	const char *code = "agent";
+
+	switch (-rc) {
+	case ENOENT: status = 404; code = "not_found"; break;
+	case EACCES: case EPERM: case EROFS: status = 403; code = "permission"; break;
+	case EEXIST: case ENOTEMPTY: case EISDIR: case ENOTDIR: case EBUSY:
+		status = 409; code = "conflict"; break;
+	case EFBIG: status = 413; code = "too_large"; break;
+	case EINVAL: case ENAMETOOLONG: case ELOOP: status = 400; code = "bad_request"; break;
+	case ETIMEDOUT: status = 504; code = "timeout"; break;
+	case ECANCELED: status = 503; code = "shutting_down"; break;
+	}
+	result(r, status, code, "%s: %s", what, why && why[0] ? why : strerror(-rc));
+}
+
+static void gate_for(struct gate *g, struct service *svc, struct sandbox *sb, const char *caller)
+{
+	*g = svc->gate;
+	g->sandbox = sb->id;
+	g->caller = caller;
+}
+
+static int connect_agent(struct service *svc, struct sandbox *sb, struct agent_client *c,
+			 struct call_result *r)
+{
+	const char *why = "";
+	int rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT,
+				      clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S, svc->stop_fd,
+				      &why);
+
+	if (rc)
+		agent_failed(r, rc, "cannot reach the sandbox's agent", why);
+	return rc;
+}
+
+/* Ask the approver; on a refusal r says so (403 "refused"). */
+static int ask(struct gate *g, json_t *call, uint64_t *t0, struct call_result *r)
+{
+	char why[300];
+	int rc;
+
+	if (!call) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	rc = gate_ask(g, call, t0, why, sizeof(why));
+	if (rc == -EPERM)
+		result(r, 403, "refused", "%s", why);
+	else if (rc)
+		result(r, 500, "audit", "%s", why);
+	return rc;
+}
+
+static void *exec_main(void *arg)
+{
+	struct exec_stream *s = arg;
+	struct service *svc = s->svc;
+	struct call_result r;
+	struct exec_result res;
+	struct exec_spec spec;
+	char why[300];
+	FILE *out = fdopen(s->out_w, "w");
+
+	if (!out)
+		goto out_record;
+	s->out_w = -1;   /* the FILE has it */
+	memset(&res, 0, sizeof(res));
+	res.exit_code = RUN_EXIT_AGENT;
+	if (connect_agent(svc, s->sb, &s->client, &r)) {
+		snprintf(res.error, sizeof(res.error), "%.200s", r.error);
+		event_error(out, r.error);
+		goto out_close;
+	}
+	session_spec_init(&spec);
+	spec.argv = (char **)s->req.argv;
+	spec.argc = s->req.argc;
+	spec.env = s->env;
+	spec.nenv = s->sb->nenv + s->req.nenv;
+	spec.cwd = s->req.cwd;
+	spec.stdin_fd = s->stdin_fd;
+	spec.json = true;
+	spec.json_out = out;
+	spec.signal_fd = s->sig_r;
+	spec.timeout_ms = s->req.timeout_s * 1000;
+	spec.max_output = svc->cfg.max_output;
+	if (s->req.timeout_s)
+		spec.deadline_ns = clock_now_ns() + (s->req.timeout_s + EXEC_GRACE_S) * NS_PER_S;
+	session_exec(&s->client, &spec, &res);
+	if (res.error[0])
+		event_error(out, res.error);
+out_close:
+	fclose(out);
+out_record:
+	if (gate_record_exec(&s->gate, s->call, s->start_ns, &res, why, sizeof(why)))
+		log_warn("serve: %s", why);
+	if (res.error[0] && !res.ended_ns)
+		metrics_fail(&svc->metrics, F_AGENT);
+	metrics_observe(&svc->metrics, M_EXEC, clock_now_ns() - s->start_ns);
+	agent_client_close(&s->client);
+	return NULL;
+}
+
+static void free_stream(struct exec_stream *s)
+{
+	int fds[] = { s->out_r, s->out_w, s->sig_r, s->slot.sig_w, s->stdin_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	json_decref(s->call);
+	api_exec_free(&s->req);
+	free(s->env);
+	free(s);
+}
+
+/* stdin from the body: a memfd the session reads to its end. */
+static int stdin_memfd(const struct api_exec *req)
+{
+	size_t off = 0;
+	int fd;
+
+	if (!req->stdin_data)
+		return -1;
+	fd = memfd_create("mayfly-stdin", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off < req->stdin_len) {
+		ssize_t n = write(fd, req->stdin_data + off, req->stdin_len - off);
+
+		if (n < 0) {
+			int rc = -errno;
+
+			close(fd);
+			return rc;
+		}
+		off += (size_t)n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller,
+		     struct api_exec *req, struct exec_stream **out, struct call_result *r)
+{
+	struct exec_stream *s = calloc(1, sizeof(*s));   /* large: the client's buffers */
+	int pout[2], psig[2], rc;
+	struct exec_spec spec;
+
+	if (!s) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	s->svc = svc;
+	s->sb = sb;
+	s->req = *req;
+	memset(req, 0, sizeof(*req));
+	s->out_r = s->out_w = s->sig_r = s->slot.sig_w = s->stdin_fd = -1;
+	snprintf(s->caller, sizeof(s->caller), "%s", caller);
+	gate_for(&s->gate, svc, sb, s->caller);
+	s->env = calloc((size_t)(sb->nenv + s->req.nenv) + 1, sizeof(*s->env));
+	if (!s->env) {
+		result(r, 500, "internal", "out of memory");
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if (sb->nenv)
+		memcpy(s->env, sb->env, (size_t)sb->nenv * sizeof(*s->env));
+	if (s->req.nenv)
+		memcpy(s->env + sb->nenv, s->req.env, (size_t)s->req.nenv * sizeof(*s->env));
+	rc = stdin_memfd(&s->req);
+	if (rc >= -1)
+		s->stdin_fd = rc;
+	if (rc >= -1 && pipe2(pout, O_CLOEXEC) == 0) {
+		s->out_r = pout[0];
+		s->out_w = pout[1];
+		if (pipe2(psig, O_CLOEXEC | O_NONBLOCK) == 0) {
+			s->sig_r = psig[0];
+			s->slot.sig_w = psig[1];
+		}
+	}
+	if (s->slot.sig_w < 0) {
+		rc = rc < -1 ? rc : -errno;
+		result(r, 500, "internal", "cannot set up the call: %s", strerror(-rc));
+		goto out_free;
+	}
+	/* What the approver and the audit log see: the call as the session will make it. */
+	session_spec_init(&spec);
+	spec.argv = (char **)s->req.argv;
+	spec.argc = s->req.argc;
+	spec.env = s->env;
+	spec.nenv = sb->nenv + s->req.nenv;
+	spec.cwd = s->req.cwd;
+	spec.timeout_ms = s->req.timeout_s * 1000;
+	s->call = gate_exec_call(&spec, s->req.stdin_data, s->req.stdin_len);
+	rc = ask(&s->gate, s->call, &s->start_ns, r);
+	if (rc)
+		goto out_free;
+	pthread_mutex_lock(&svc->lock);
+	s->slot.id = ++svc->next_exec;
+	s->slot.next = sb->execs;
+	sb->execs = &s->slot;
+	pthread_mutex_unlock(&svc->lock);
+	rc = -pthread_create(&s->thread, NULL, exec_main, s);
+	if (rc) {
+		result(r, 500, "internal", "cannot start the call: %s", strerror(-rc));
+		goto out_unlink;
+	}
+	*out = s;
+	return 0;
+out_unlink:
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot **p = &sb->execs; *p; p = &(*p)->next)
+		if (*p == &s->slot) {
+			*p = s->slot.next;
+			break;
+		}
+	pthread_mutex_unlock(&svc->lock);
+out_free:
+	free_stream(s);
+	return rc;
+}
+
+uint64_t calls_exec_id(const struct exec_stream *s)
+{
+	return s->slot.id;
+}
+
+ssize_t calls_exec_read(struct exec_stream *s, char *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read(s->out_r, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+void calls_exec_end(struct exec_stream *s)
+{
+	struct service *svc = s->svc;
+	uint8_t kill_sig = SIGKILL;
+
+	/* A reader gone early: nobody wants the rest, so the command goes. */
+	close(s->out_r);
+	s->out_r = -1;
+	if (write(s->slot.sig_w, &kill_sig, 1) < 0 && errno != EAGAIN)
+		log_warn("serve: cannot signal exec %llu: %s", (unsigned long long)s->slot.id,
+			 strerror(errno));
+	pthread_join(s->thread, NULL);
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot **p = &s->sb->execs; *p; p = &(*p)->next)
+		if (*p == &s->slot) {
+			*p = s->slot.next;
+			break;
+		}
+	pthread_mutex_unlock(&svc->lock);
+	service_put(svc, s->sb);
+	free_stream(s);
+}
+
+int calls_signal(struct service *svc, struct sandbox *sb, uint64_t exec_id, int signo,
+		 struct call_result *r)
+{
+	uint8_t b = (uint8_t)signo;
+	int rc = 404;
+
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot *e = sb->execs; e; e = e->next)
+		if (e->id == exec_id) {
+			rc = write(e->sig_w, &b, 1) == 1 ? 0 : 503;
+			break;
+		}
+	pthread_mutex_unlock(&svc->lock);
+	if (rc == 404)
+		result(r, 404, "not_found", "no running exec %llu in sandbox %s",
+		       (unsigned long long)exec_id, sb->id);
+	else if (rc)
+		result(r, 503, "busy", "too many signals pending for exec %llu",
+		       (unsigned long long)exec_id);
+	else
+		result(r, 202, NULL, "%s", "");
+	return rc;
+}
+
+/* One file call: approve, connect, run `op`, record. */
+struct file_call {
+	struct service *svc;
+	struct sandbox *sb;
+	const char *path;
+	struct agent_client *c;
+	uint64_t deadline;
+	struct transfer_stats st;
+	char why[300];
+};
+
+typedef int (*file_op)(struct file_call *fc, void *opaque);
+
+static void file_call(struct service *svc, struct sandbox *sb, const char *caller, const char *tool,
+		      const char *op, const char *path, file_op fn, void *opaque,
+		      struct call_result *r)
+{
+	struct file_call fc = { svc, sb, path, NULL, 0, { 0 }, "" };
+	json_t *call = gate_file_call(tool, path, NULL);
+	struct gate g;
+	uint64_t t0;
+	int rc;
+
+	gate_for(&g, svc, sb, caller);
+	if (call && op)
+		json_object_set_new(call, "op", json_string(op));
+	/* A failure is counted by its cause where its HTTP error is sent. */
+	if (ask(&g, call, &t0, r)) {
+		json_decref(call);
+		return;
+	}
+	fc.c = calloc(1, sizeof(*fc.c));
+	if (!fc.c) {
+		result(r, 500, "internal", "out of memory");
+		rc = -ENOMEM;
+		snprintf(fc.why, sizeof(fc.why), "out of memory");
+	} else if (connect_agent(svc, sb, fc.c, r)) {
+		rc = -EIO;
+		snprintf(fc.why, sizeof(fc.why), "%.250s", r->error);
+	} else {
+		fc.deadline = clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S;
+		rc = fn(&fc, opaque);
+		if (rc)
+			agent_failed(r, rc, path, fc.why);
+		else
+			result(r, 200, NULL, "%s", "");
+		agent_client_close(fc.c);
+	}
+	free(fc.c);
+	if (gate_record_file(&g, call, t0, rc, fc.why, &fc.st, fc.why, sizeof(fc.why)))
+		result(r, 500, "audit", "%s", fc.why);
+	json_decref(call);
+}
+
+struct put_args {
+	const void *data;
+	size_t len;
+	uint32_t mode;
+};
+
+static int put_op(struct file_call *fc, void *opaque)
+{
+	struct put_args *a = opaque;
+
+	return transfer_put_mem(fc->c, a->data, a->len, fc->path, a->mode, false, fc->deadline,
+				&fc->st, fc->why, sizeof(fc->why));
+}
+
+void calls_file_put(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    const void *data, size_t len, uint32_t mode, struct call_result *r)
+{
+	struct put_args a = { data, len, mode };
+
+	file_call(svc, sb, caller, "write_file", NULL, path, put_op, &a, r);
+	if (r->status == 200)
+		r->status = 204;
+}
+
+struct get_args {
+	uint8_t *data;
+	size_t len;
+	uint64_t max;
+};
+
+static int get_op(struct file_call *fc, void *opaque)
+{
+	struct get_args *a = opaque;
+
+	return transfer_get_mem(fc->c, fc->path, a->max, &a->data, &a->len, fc->deadline, &fc->st,
+				fc->why, sizeof(fc->why));
+}
+
+void calls_file_get(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    uint8_t **data, size_t *len, struct call_result *r)
+{
+	struct get_args a = { NULL, 0, svc->cfg.max_file };
+
+	file_call(svc, sb, caller, "read_file", NULL, path, get_op, &a, r);
+	*data = a.data;
+	*len = a.len;
+}
+
+static const char *type_name(uint32_t type)
+{
+	switch (type) {
+	case PROTO_FT_FILE: return "file";
+	case PROTO_FT_DIR: return "dir";
+	case PROTO_FT_SYMLINK: return "symlink";
+	}
+	return "other";
+}
+
+static void add_entry(void *opaque, const char *name, uint32_t type, uint32_t mode, uint64_t size)
+{
+	json_array_append_new(opaque, json_pack("{s:s, s:s, s:i, s:I}", "name", name, "type",
+						type_name(type), "mode", (int)mode,
+						"size", (json_int_t)size));
+}
+
+static int list_op(struct file_call *fc, void *opaque)
+{
+	return transfer_list(fc->c, fc->path, add_entry, opaque, fc->deadline, fc->why,
+			     sizeof(fc->why));
+}
+
+void calls_file_list(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		     json_t **out, struct call_result *r)
+{
+	json_t *a = json_array();
+
+	file_call(svc, sb, caller, "list_files", NULL, path, list_op, a, r);
+	if (r->status != 200) {
+		json_decref(a);
+		a = NULL;
+	}
+	*out = a;
+}
+
+static int stat_op(struct file_call *fc, void *opaque)
+{
+	struct proto_stat *st = opaque;
+
+	return guest_fs_stat(fc->c, fc->path, st, fc->deadline, fc->why, sizeof(fc->why));
+}
+
+void calls_file_stat(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		     json_t **out, struct call_result *r)
+{
+	struct proto_stat st = { 0 };
+
+	file_call(svc, sb, caller, "read_file", "stat", path, stat_op, &st, r);
+	*out = r->status != 200 ? NULL :
+	       json_pack("{s:s, s:s, s:i, s:I, s:f}", "path", path, "type", type_name(st.type),
+			 "mode", (int)st.mode, "size", (json_int_t)st.size,
+			 "mtime", (double)st.mtime_ns / 1e9);
+}
+
+static int mkdir_op(struct file_call *fc, void *opaque)
+{
+	return guest_fs_mkdir(fc->c, fc->path, 0755, *(bool *)opaque, fc->deadline, fc->why,
+			      sizeof(fc->why));
+}
+
+void calls_mkdir(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		 bool parents, struct call_result *r)
+{
+	file_call(svc, sb, caller, "write_file", "mkdir", path, mkdir_op, &parents, r);
+	if (r->status == 200)
+		r->status = 201;
+}
+
+static int remove_op(struct file_call *fc, void *opaque)
+{
+	return guest_fs_remove(fc->c, fc->path, *(bool *)opaque, fc->deadline, fc->why,
+			       sizeof(fc->why));
+}
+
+void calls_remove(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		  bool recursive, struct call_result *r)
+{
+	file_call(svc, sb, caller, "write_file", "remove", path, remove_op, &recursive, r);
+	if (r->status == 200)
+		r->status = 204;
+}

@@ -1,0 +1,283 @@
+/* live.c - mayfly serve's live sandboxes: pause (saved as a snapshot, its VM gone), resume, fork into children, through mayfly pause/fork on the VM's control socket. */
+#include "serve/live.h"
+#include "clock.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS_PER_S        1000000000ULL
+#define PAUSE_EXIT_S    10      /* after a pause, for the VM process to end */
+#define CTL_EXIT_BUSY   5       /* mayfly pause/fork: a call is in flight */
+
+extern char **environ;
+
+/* Run `mayfly pause|fork --vsock VSOCK --out DIR`, its stderr to sb's log.
+ * Its exit code, or -errno. */
+static int run_ctl_once(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir)
+{
+	char *argv[] = { svc->cfg.exe, (char *)cmd, "--vsock", sb->vsock, "--out", (char *)dir,
+			 NULL };
+	char log[CONFIG_PATH_MAX + 8];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dflt;
+	int rc, status;
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/log", sb->dir);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&dflt);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dflt);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (rc)
+		return -rc;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The service holds sb for this call alone (no other call of ours is in
+ * flight), but the guest agent ends a connection a moment after the host
+ * saw the exit of its exec: "busy" then means "not yet", for a bounded
+ * while (BUSY_WAIT_MS). A call of someone else's is refused before this. */
+#define BUSY_WAIT_MS 3000
+static int run_ctl(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir)
+{
+	struct timespec step = { 0, 100000000 };
+	int code;
+
+	for (int waited = 0;; waited += 100) {
+		code = run_ctl_once(svc, sb, cmd, dir);
+		if (code != CTL_EXIT_BUSY || waited >= BUSY_WAIT_MS)
+			return code;
+		nanosleep(&step, NULL);
+	}
+}
+
+/* Audit a pause, resume or fork: tool, the snapshot's directory, result. */
+static void audit(struct service *svc, struct sandbox *sb, const char *caller, const char *tool,
+		  const char *dir, int rc, const char *msg)
+{
+	json_t *call = gate_file_call(tool, dir, NULL);
+	struct gate g = svc->gate;
+	char why[300];
+	uint64_t t0;
+
+	g.sandbox = sb->id;
+	g.caller = caller;
+	if (!call)
+		return;
+	/* Not an exec or a write: recorded, never asked about. */
+	if (!gate_ask(&g, call, &t0, why, sizeof(why)) &&
+	    gate_record_file(&g, call, t0, rc, msg, NULL, why, sizeof(why)))
+		log_warn("serve: %s", why);
+	json_decref(call);
+}
+
+static void set_state(struct service *svc, struct sandbox *sb, enum sb_state st)
+{
+	pthread_mutex_lock(&svc->lock);
+	sb->state = st;
+	pthread_cond_broadcast(&svc->changed);
+	pthread_mutex_unlock(&svc->lock);
+}
+
+static void ctl_failed(struct sandbox *sb, const char *what, int code, char *err, size_t errlen)
+{
+	char tail[300];
+
+	service_log_tail(sb, tail, sizeof(tail));
+	snprintf(err, errlen, "cannot %s sandbox %s (mayfly %s exited %d)%s%s", what, sb->id, what,
+		 code, tail[0] ? ": " : "", tail);
+}
+
+int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char *err,
+	       size_t errlen)
+{
+	char dir[CONFIG_PATH_MAX + 16];
+	struct timespec ms = { 0, 10000000 };
+	int code, status = 0, i;
+
+	snprintf(dir, sizeof(dir), "%s/paused", sb->dir);
+	code = run_ctl(svc, sb, "pause", dir);
+	if (code) {
+		if (code == CTL_EXIT_BUSY)
+			snprintf(err, errlen, "sandbox %s is busy (a call is in flight in it): try "
+				 "again when it ends", sb->id);
+		else
+			ctl_failed(sb, "pause", code, err, errlen);
+		audit(svc, sb, caller, "pause", dir, -EIO, err);
+		pthread_mutex_lock(&svc->lock);
+		sb->state = supervise_poll(sb->pid, &sb->status) == 1 ? SB_EXITED : SB_RUNNING;
+		pthread_cond_broadcast(&svc->changed);
+		pthread_mutex_unlock(&svc->lock);
+		return code == CTL_EXIT_BUSY ? 409 : 500;
+	}
+	/* Saved: the VM process ends by itself. */
+	for (i = 0; i < PAUSE_EXIT_S * 100 && supervise_poll(sb->pid, &status) == 0; i++)
+		nanosleep(&ms, NULL);
+	if (i == PAUSE_EXIT_S * 100)
+		supervise_stop(sb->pid, 0, &status);
+	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+	sb->pid = 0;
+	sb->pid_start = 0;
+	service_record(sb, "paused");
+	audit(svc, sb, caller, "pause", dir, 0, "");
+	set_state(svc, sb, SB_PAUSED);
+	return 0;
+}
+
+static void *pause_main(void *arg)
+{
+	struct sandbox *sb = arg;
+	struct service *svc = sb->svc;
+	char err[400];
+
+	if (live_pause(svc, sb, "idle_timeout", err, sizeof(err)))
+		log_warn("serve: auto-pause: %s", err);
+	service_put(svc, sb);
+	return NULL;
+}
+
+int live_pause_async(struct service *svc, struct sandbox *sb)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	sb->svc = svc;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, pause_main, sb);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errlen)
+{
+	char dir[CONFIG_PATH_MAX + 16];
+	uint64_t t0 = clock_now_ns();
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/paused", sb->dir);
+	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	audit(svc, sb, "resume", "resume", dir, rc ? -EIO : 0, rc ? err : "");
+	if (rc) {
+		service_record(sb, "paused");
+		set_state(svc, sb, SB_PAUSED);
+		return rc;
+	}
+	/* The restored VM has its snapshot's files open: the names can go,
+	 * and the next pause writes a new one. */
+	registry_remove_tree(dir);
+	service_record(sb, "running");
+	metrics_observe(&svc->metrics, M_RESTORE, clock_now_ns() - t0);
+	set_state(svc, sb, SB_RUNNING);
+	return 0;
+}
+
+/* One child of a fork: a new sandbox restored from dir, like its parent. */
+static int fork_child(struct service *svc, struct sandbox *parent, const char *dir,
+		      struct sandbox **out, char *err, size_t errlen)
+{
+	struct sandbox *sb = service_new_sandbox(svc);
+	int rc;
+
+	if (!sb) {
+		snprintf(err, errlen, "out of memory");
+		return 500;
+	}
+	sb->rec = parent->rec;
+	sb->env = calloc((size_t)parent->nenv + 1, sizeof(*sb->env));
+	for (int i = 0; sb->env && i < parent->nenv; i++)
+		if ((sb->env[sb->nenv] = strdup(parent->env[i])))
+			sb->nenv++;
+	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	if (rc) {
+		for (int i = 0; i < sb->nenv; i++)
+			free(sb->env[i]);
+		free(sb->env);
+		free(sb);
+		return rc;
+	}
+	sb->state = SB_RUNNING;
+	service_record(sb, "running");
+	service_link(svc, sb);
+	*out = sb;
+	return 0;
+}
+
+int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsigned count,
+	      json_t **children, char *err, size_t errlen)
+{
+	char dir[CONFIG_PATH_MAX + 64];
+	struct sandbox *made[LIVE_MAX_FORK];
+	unsigned n = 0;
+	int code, rc = 0;
+
+	pthread_mutex_lock(&svc->lock);
+	if (svc->stopping || svc->count + count > svc->cfg.max_sandboxes) {
+		pthread_mutex_unlock(&svc->lock);
+		snprintf(err, errlen, "too many sandboxes for %u more (at most %u)", count,
+			 svc->cfg.max_sandboxes);
+		return 503;
+	}
+	svc->count += count;
+	pthread_mutex_unlock(&svc->lock);
+	snprintf(dir, sizeof(dir), "%s/forks", svc->cfg.state);
+	mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/forks/%s-%llu", svc->cfg.state, sb->id,
+		 (unsigned long long)clock_now_ns());
+	code = run_ctl(svc, sb, "fork", dir);
+	if (code) {
+		if (code == CTL_EXIT_BUSY)
+			snprintf(err, errlen, "sandbox %s is busy (a call is in flight in it): try "
+				 "again when it ends", sb->id);
+		else
+			ctl_failed(sb, "fork", code, err, errlen);
+		rc = code == CTL_EXIT_BUSY ? 409 : 500;
+	}
+	while (!rc && n < count) {
+		rc = fork_child(svc, sb, dir, &made[n], err, errlen);
+		if (!rc)
+			n++;
+	}
+	/* Every child has the snapshot's files open: the names can go. */
+	registry_remove_tree(dir);
+	audit(svc, sb, caller, "fork", dir, rc ? -EIO : 0, rc ? err : "");
+	if (rc) {
+		char why[100];
+
+		/* All or none: the children made go again. */
+		for (unsigned i = 0; i < n; i++)
+			service_delete(svc, made[i]->id, why, sizeof(why));
+		pthread_mutex_lock(&svc->lock);
+		svc->count -= count - n;
+		pthread_mutex_unlock(&svc->lock);
+		return rc;
+	}
+	*children = json_array();
+	for (unsigned i = 0; *children && i < n; i++)
+		json_array_append_new(*children, service_sandbox_json(made[i]));
+	return 201;
+}

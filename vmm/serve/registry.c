@@ -1,0 +1,271 @@
+/* registry.c - mayfly serve's state on disk: one directory per sandbox with a JSON record, and the clean-up of what a previous service left. */
+#include "serve/registry.h"
+#include "atomic_file.h"
+#include "config.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int registry_write(const char *dir, const struct registry_record *r)
+{
+	char path[CONFIG_PATH_MAX];
+	struct atomic_file f;
+	json_t *o;
+	char *text;
+	size_t len, off = 0;
+	int rc;
+
+	if (snprintf(path, sizeof(path), "%s/" REGISTRY_RECORD, dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		      "id", r->id, "state", r->state, "template", r->template,
+		      "pid", (json_int_t)r->pid, "pid_start", (json_int_t)r->pid_start,
+		      "created", (json_int_t)r->created, "cpus", (json_int_t)r->cpus,
+		      "mem", (json_int_t)r->mem_mib, "disk_quota", (json_int_t)r->disk_quota,
+		      "ttl", (json_int_t)r->ttl_s, "idle_timeout", (json_int_t)r->idle_s);
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	rc = atomic_file_open(&f, path);
+	while (!rc && off < len) {
+		ssize_t n = write(f.fd, text + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			rc = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	free(text);
+	if (rc) {
+		atomic_file_abort(&f);
+		return rc;
+	}
+	return atomic_file_commit(&f);
+}
+
+static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *out)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+		return -EINVAL;
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int get_str(json_t *o, const char *key, char *out, size_t cap)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_string(v) || json_string_length(v) >= cap)
+		return -EINVAL;
+	memcpy(out, json_string_value(v), json_string_length(v) + 1);
+	return 0;
+}
+
+int registry_read(const char *dir, struct registry_record *r)
+{
+	char path[CONFIG_PATH_MAX];
+	uint64_t pid, cpus, ttl, idle, created;
+	json_t *o;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (snprintf(path, sizeof(path), "%s/" REGISTRY_RECORD, dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	if (!o)
+		return access(path, R_OK) ? -errno : -EINVAL;
+	rc = get_str(o, "id", r->id, sizeof(r->id)) || get_str(o, "state", r->state, sizeof(r->state)) ||
+	     get_str(o, "template", r->template, sizeof(r->template)) ||
+	     get_uint(o, "pid", 0x7fffffff, &pid) || get_uint(o, "pid_start", UINT64_MAX >> 1,
+							      &r->pid_start) ||
+	     get_uint(o, "created", INT64_MAX, &created) || get_uint(o, "cpus", CONFIG_MAX_CPUS, &cpus) ||
+	     get_uint(o, "mem", CONFIG_MAX_MEM_MIB, &r->mem_mib) ||
+	     get_uint(o, "disk_quota", 1ULL << 50, &r->disk_quota) ||
+	     get_uint(o, "ttl", API_MAX_TTL_S, &ttl) || get_uint(o, "idle_timeout", API_MAX_TTL_S, &idle) ||
+	     !config_id_valid(r->id) ? -EINVAL : 0;
+	json_decref(o);
+	if (rc)
+		return rc;
+	r->pid = (pid_t)pid;
+	r->created = (int64_t)created;
+	r->cpus = (unsigned)cpus;
+	r->ttl_s = (unsigned)ttl;
+	r->idle_s = (unsigned)idle;
+	return 0;
+}
+
+uint64_t registry_pid_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command's ")" (it may hold spaces and parentheses):
+	 * field 3 (state) onwards; start time is field 22. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static int remove_at(int dirfd, const char *name, dev_t dev)
+{
+	struct stat st;
+	int rc = 0;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode)) {
+		int fd;
+		DIR *d;
+		struct dirent *e;
+
+		if (st.st_dev != dev)
+			return -EXDEV;   /* a mount: never into it */
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return -errno;
+		}
+		while ((e = readdir(d))) {
+			int r;
+
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			r = remove_at(fd, e->d_name, dev);
+			rc = rc ? rc : r;
+		}
+		closedir(d);
+		if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			rc = rc ? rc : -errno;
+		return rc;
+	}
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int registry_remove_tree(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return remove_at(AT_FDCWD, dir, st.st_dev);
+}
+
+/* <base>/<prefix><id>-XXXXXX: the jail directories mkdtemp made for id. */
+static void remove_jail_dirs(const char *base, const char *prefix, const char *id)
+{
+	char want[128], path[CONFIG_PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(base);
+	size_t wl;
+
+	if (!d)
+		return;
+	snprintf(want, sizeof(want), "%s%s-", prefix, id);
+	wl = strlen(want);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, want, wl) && strlen(e->d_name) == wl + 6 &&
+		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < (int)sizeof(path))
+			registry_remove_tree(path);
+	closedir(d);
+}
+
+void registry_clean_vm(const struct registry_paths *p, const char *id, pid_t pid)
+{
+	char path[CONFIG_PATH_MAX];
+
+	if (p->cgroup_root && pid > 0) {
+		snprintf(path, sizeof(path), "%s/mayfly/vm-%s-%d", p->cgroup_root, id, (int)pid);
+		/* Empty once the VM's processes are reaped; the kernel may take a moment. */
+		for (int i = 0; i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
+			usleep(10000);
+	}
+	if (p->jail_bases[0])
+		remove_jail_dirs(p->jail_bases[0], "jail-", id);
+	if (p->jail_bases[1])
+		remove_jail_dirs(p->jail_bases[1], "mayfly-jail-", id);
+}
+
+/* Kill a stale VM process group and wait (it is not our child: poll). */
+static bool kill_stale(const struct registry_record *r)
+{
+	if (!r->pid || !r->pid_start || registry_pid_start(r->pid) != r->pid_start)
+		return false;
+	kill(-r->pid, SIGKILL);
+	kill(r->pid, SIGKILL);
+	for (int i = 0; i < 500 && registry_pid_start(r->pid) == r->pid_start; i++) {
+		waitpid(r->pid, NULL, WNOHANG);   /* ours after all (tests) */
+		usleep(10000);
+	}
+	return true;
+}
+
+int registry_cleanup(const char *state, const struct registry_paths *p, int *killed)
+{
+	char sbdir[CONFIG_PATH_MAX], dir[CONFIG_PATH_MAX];
+	struct dirent *e;
+	int cleaned = 0;
+	DIR *d;
+
+	*killed = 0;
+	/* A fork's snapshot lives only until its children are restored. */
+	snprintf(sbdir, sizeof(sbdir), "%s/forks", state);
+	registry_remove_tree(sbdir);
+	snprintf(sbdir, sizeof(sbdir), "%s/sb", state);
+	d = opendir(sbdir);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct registry_record r;
+
+		if (e->d_name[0] == '.' ||
+		    snprintf(dir, sizeof(dir), "%s/%s", sbdir, e->d_name) >= (int)sizeof(dir))
+			continue;
+		if (!registry_read(dir, &r)) {
+			if (kill_stale(&r))
+				(*killed)++;
+			registry_clean_vm(p, r.id, r.pid);
+		} else if (config_id_valid(e->d_name)) {
+			registry_clean_vm(p, e->d_name, 0);
+		}
+		if (registry_remove_tree(dir))
+			log_warn("serve: cannot remove %s left by a previous run", dir);
+		cleaned++;
+	}
+	closedir(d);
+	return cleaned;
+}

@@ -1,0 +1,59 @@
+/* registry.h - mayfly serve's state on disk: one directory per sandbox with a JSON record, and the clean-up of what a previous service left. */
+#ifndef MAYFLY_SERVE_REGISTRY_H
+#define MAYFLY_SERVE_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "serve/api.h"
+
+#define REGISTRY_RECORD "record.json"
+
+/* What is on disk about one sandbox: enough for another service process
+ * to find its VM process and everything the VM left on the host. Never an
+ * environment value (they may be secrets). */
+struct registry_record {
+	char id[API_ID_MAX + 1];
+	char state[16];            /* "pool", "running", "exited" */
+	char template[API_TEMPLATE_MAX + 1];
+	pid_t pid;                 /* the mayfly boot process (a process group leader) */
+	uint64_t pid_start;        /* its start time (/proc/PID/stat field 22): pid reuse */
+	int64_t created;           /* Unix seconds */
+	unsigned cpus;
+	uint64_t mem_mib, disk_quota;
+	unsigned ttl_s, idle_s;
+};
+
+/* Where a VM's leftovers are: CGROUP_ROOT and the jail directories' bases
+ * outside tests. */
+struct registry_paths {
+	const char *cgroup_root;   /* <root>/mayfly/vm-ID-PID */
+	const char *jail_bases[2]; /* <base>/jail-ID-* (root), <base>/mayfly-jail-ID-* */
+};
+
+/* Write r as <dir>/record.json, atomically. 0 or -errno. */
+int registry_write(const char *dir, const struct registry_record *r);
+/* Read <dir>/record.json into r, every member checked. 0, -errno, or
+ * -EINVAL for a record out of shape. */
+int registry_read(const char *dir, struct registry_record *r);
+
+/* The start time of process pid (clock ticks since boot), 0 when none. */
+uint64_t registry_pid_start(pid_t pid);
+
+/* Remove dir and everything under it, never following a symbolic link or
+ * crossing a mount. 0 or -errno (the first failure; it goes on). */
+int registry_remove_tree(const char *dir);
+
+/* A VM's leftovers, once its process is gone: its cgroup, its jail
+ * directories. Best effort. */
+void registry_clean_vm(const struct registry_paths *p, const char *id, pid_t pid);
+
+/* At start: for each <state>/sb/<ID>/, kill the process its record names
+ * (only if its start time matches: never a reused pid), wait for it,
+ * clean its leftovers and remove the directory. Returns how many
+ * sandboxes were cleaned, *killed how many had a live process. */
+int registry_cleanup(const char *state, const struct registry_paths *p, int *killed);
+
+#endif

@@ -1,0 +1,300 @@
+/* serve_cmd.c - mayfly serve: the HTTP API for many sandboxes, until SIGTERM drains it. */
+#include "serve/serve_cmd.h"
+#include "agent/gate.h"
+#include "agent/session.h"
+#include "agent/snapcache.h"
+#include "agent/snapshot_cmd.h"
+#include "exitcode.h"
+#include "image_id.h"
+#include "jail/cgroup.h"
+#include "jail/jail.h"
+#include "log.h"
+#include "seccomp/seccomp.h"
+#include "serve/http.h"
+#include "serve/service.h"
+#include "serve/tokens.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SERVE_DRAIN_GRACE_MS 10000
+#define SERVE_TICK_MS        250
+/* STATE/sb/<16 hex>/vm/vsock, plus the "_PORT" and ".ctl" sockets beside
+ * it, must fit a Unix socket's 107 bytes. */
+#define SERVE_STATE_MAX      (CONFIG_VSOCK_PATH_MAX - 4 - 16 - 9 - 12)
+
+struct serve_ctx {
+	struct service svc;
+	struct http_server http;
+	struct tokens tokens;
+	char state[PATH_MAX];
+	char socket[CONFIG_VSOCK_PATH_MAX + 1];
+	char args[6][32];          /* values of the boot options passed on */
+};
+
+static int mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* --state, or the default: made, absolute, short enough for sockets. */
+static int state_dir(struct serve_ctx *x, const char *given)
+{
+	char want[PATH_MAX];
+	const char *home = getenv("HOME");
+	int rc;
+
+	if (given)
+		snprintf(want, sizeof(want), "%s", given);
+	else if (geteuid() == 0)
+		snprintf(want, sizeof(want), "/var/lib/mayfly/serve");
+	else if (home && home[0] == '/')
+		snprintf(want, sizeof(want), "%s/.cache/mayfly/serve", home);
+	else {
+		log_say("serve: no --state and no $HOME: give --state DIR");
+		return -EINVAL;
+	}
+	rc = mkdirs(want);
+	if (rc || !realpath(want, x->state)) {
+		log_say("serve: cannot use the state directory %s: %s", want,
+			strerror(rc ? -rc : errno));
+		return rc ? rc : -errno;
+	}
+	if (strlen(x->state) > SERVE_STATE_MAX) {
+		log_say("serve: the state directory %s is longer than %d bytes: its sandboxes' "
+			"sockets would not fit a Unix socket path (give a shorter --state)", x->state,
+			SERVE_STATE_MAX);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* The default template: --snapshot DIR, or the default snapshot (made now
+ * when it is not there yet). */
+static int template(struct cli *c, struct service_template *t)
+{
+	const char *slash;
+	int code;
+
+	snprintf(t->name, sizeof(t->name), "default");
+	if (c->snapshot) {
+		if (!realpath(c->snapshot, t->dir)) {
+			log_say("serve: --snapshot %s: %s", c->snapshot, strerror(errno));
+			return RUN_EXIT_MAYFLY;
+		}
+	} else {
+		code = snapshot_vm_config(&c->vm, c->verbose);
+		if (!code)
+			code = snapcache_get(&c->vm, t->dir, sizeof(t->dir), c->verbose);
+		if (code) {
+			if (code < 0)
+				log_say("serve: no cache directory for the default snapshot: give "
+					"--snapshot DIR");
+			return RUN_EXIT_MAYFLY;
+		}
+	}
+	slash = strrchr(t->dir, '/');
+	snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+	return 0;
+}
+
+/* The boot options the VM processes take from ours. */
+static int pass_on(struct serve_ctx *x, struct cli *c)
+{
+	struct service_config *cfg = &x->svc.cfg;
+	struct jail_config dflt;
+
+	jail_config_init(&dflt);
+	if (c->no_seccomp)
+		cfg->extra[cfg->nextra++] = "--no-seccomp";
+	if (c->jail.disabled)
+		cfg->extra[cfg->nextra++] = "--no-jail";
+	if (c->jail.uid != dflt.uid) {
+		snprintf(x->args[0], sizeof(x->args[0]), "--uid=%u", (unsigned)c->jail.uid);
+		cfg->extra[cfg->nextra++] = x->args[0];
+	}
+	if (c->jail.gid != dflt.gid) {
+		snprintf(x->args[1], sizeof(x->args[1]), "--gid=%u", (unsigned)c->jail.gid);
+		cfg->extra[cfg->nextra++] = x->args[1];
+	}
+	if (c->jail.cpu_pct != dflt.cpu_pct) {
+		snprintf(x->args[2], sizeof(x->args[2]), "--cpu-quota=%u", c->jail.cpu_pct);
+		cfg->extra[cfg->nextra++] = x->args[2];
+	}
+	if (strcmp(c->vm.kvm_device, "/dev/kvm")) {
+		cfg->extra[cfg->nextra++] = "--kvm-device";
+		cfg->extra[cfg->nextra++] = c->vm.kvm_device;
+	}
+	return 0;
+}
+
+static int setup(struct serve_ctx *x, struct cli *c)
+{
+	struct service_config *cfg = &x->svc.cfg;
+	char err[300];
+	ssize_t n;
+	int fd;
+
+	if (c->serve.socket && c->serve.listen) {
+		log_say("serve: --socket and --listen exclude each other");
+		return EXIT_USAGE;
+	}
+	if (c->serve.listen && !c->serve.tokens) {
+		log_say("serve: --listen needs --tokens FILE (a TCP port has no file permissions)");
+		return EXIT_USAGE;
+	}
+	if (c->serve.tokens && tokens_load(&x->tokens, c->serve.tokens, err, sizeof(err))) {
+		log_say("serve: %s", err);
+		return EXIT_USAGE;
+	}
+	if (state_dir(x, c->serve.state))
+		return RUN_EXIT_MAYFLY;
+	n = readlink("/proc/self/exe", cfg->exe, sizeof(cfg->exe) - 1);
+	if (n <= 0) {
+		log_say("serve: cannot find our own binary: %s", strerror(errno));
+		return RUN_EXIT_MAYFLY;
+	}
+	cfg->exe[n] = '\0';
+	if (template(c, &cfg->tmpl))
+		return RUN_EXIT_MAYFLY;
+	cfg->state = x->state;
+	cfg->pool = c->serve.pool;
+	cfg->max_sandboxes = c->serve.max_sandboxes;
+	cfg->call_timeout_s = c->run.call_timeout_s;
+	cfg->max_output = c->run.max_output;
+	cfg->max_file = c->run.max_get_bytes < (256ULL << 20) ? c->run.max_get_bytes : 256ULL << 20;
+	cfg->paths.cgroup_root = CGROUP_ROOT;
+	cfg->paths.jail_bases[0] = JAIL_ROOT_BASE;
+	cfg->paths.jail_bases[1] = getenv("TMPDIR") && getenv("TMPDIR")[0] == '/' ?
+				   getenv("TMPDIR") : "/tmp";
+	pass_on(x, c);
+	if (gate_open(&x->svc.gate, &x->svc.audit, &c->run, NULL, "serve"))
+		return RUN_EXIT_MAYFLY;
+	if (c->serve.listen) {
+		fd = http_listen_tcp(c->serve.listen, err, sizeof(err));
+	} else {
+		if (c->serve.socket)
+			snprintf(x->socket, sizeof(x->socket), "%s", c->serve.socket);
+		else if (snprintf(x->socket, sizeof(x->socket), "%s/api.sock", x->state) >=
+			 (int)sizeof(x->socket)) {
+			log_say("serve: %s/api.sock is too long for a Unix socket: give --socket", x->state);
+			return RUN_EXIT_MAYFLY;
+		}
+		fd = http_listen_unix(x->socket, err, sizeof(err));
+	}
+	if (fd < 0) {
+		log_say("serve: %s", err);
+		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
+	}
+	x->http = (struct http_server){
+		.listen_fd = fd, .svc = &x->svc, .tokens = c->serve.tokens ? &x->tokens : NULL,
+		.max_file = cfg->max_file,
+	};
+	if (!c->serve.listen)
+		snprintf(x->http.unix_path, sizeof(x->http.unix_path), "%s", x->socket);
+	return 0;
+}
+
+/* Until SIGTERM or SIGINT: spawn what is asked for, reap, expire. */
+static void loop(struct serve_ctx *x, int sfd)
+{
+	for (;;) {
+		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { x->svc.sup.efd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
+
+		if (poll(p, 2, SERVE_TICK_MS) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN)
+			supervise_pending(&x->svc.sup);
+		if (p[0].revents & POLLIN && read(sfd, &si, sizeof(si)) == sizeof(si) &&
+		    si.ssi_signo != SIGCHLD) {
+			log_say("serve: %s: draining", strsignal((int)si.ssi_signo));
+			return;
+		}
+		service_tick(&x->svc);
+	}
+}
+
+int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
+{
+	struct serve_ctx *x;
+	sigset_t set;
+	int code = cli_parse_or_exit(c, CLI_SERVE, argc, argv, EXIT_USAGE), sfd = -1;
+
+	(void)start_ns;
+	if (code >= 0)
+		return code;
+	log_init("serve", c->vm.log_level);
+	if (seccomp_setup(c->no_seccomp))
+		return RUN_EXIT_MAYFLY;
+	/* Every thread from here inherits these blocked: the main loop takes
+	 * them from its signalfd. A client that went away is an error to
+	 * handle, not a death. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		log_say("out of memory");
+		return RUN_EXIT_MAYFLY;
+	}
+	x->http.listen_fd = -1;
+	code = setup(x, c);
+	if (code)
+		goto out_free;
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || service_start(&x->svc)) {
+		code = RUN_EXIT_MAYFLY;
+		goto out_http;
+	}
+	if (http_start(&x->http, 0)) {
+		log_say("serve: cannot start the HTTP server");
+		code = RUN_EXIT_MAYFLY;
+		service_stop(&x->svc, 0);
+		goto out_service;
+	}
+	log_say("serve: listening on %s (template %s, pool %u, state %s)",
+		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl.id, x->svc.cfg.pool,
+		x->state);
+	loop(x, sfd);
+	http_quiesce(&x->http);
+	service_stop(&x->svc, SERVE_DRAIN_GRACE_MS);
+	http_stop(&x->http);
+	log_say("serve: drained");
+	code = 0;
+out_service:
+	service_destroy(&x->svc);
+out_http:
+	http_stop(&x->http);
+	if (sfd >= 0)
+		close(sfd);
+	gate_close(&x->svc.gate);
+out_free:
+	if (x->http.listen_fd >= 0)
+		close(x->http.listen_fd);
+	explicit_bzero(&x->tokens, sizeof(x->tokens));
+	free(x);
+	return code;
+}

@@ -1,0 +1,736 @@
+/* service.c - mayfly serve's sandboxes: each a supervised VM process restored from a template, kept in memory and on disk, with a warm pool per template. */
+#include "serve/service.h"
+#include "serve/live.h"
+#include "agent/client.h"
+#include "agent/vm_agent.h"
+#include "clock.h"
+#include "log.h"
+#include "protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS_PER_S 1000000000ULL
+
+static const char *const state_names[] = {
+	[SB_STARTING] = "starting", [SB_POOL] = "pool", [SB_RUNNING] = "running",
+	[SB_STOPPING] = "stopping", [SB_EXITED] = "exited", [SB_PAUSING] = "pausing",
+	[SB_PAUSED] = "paused", [SB_RESUMING] = "resuming",
+};
+
+const char *service_state_name(enum sb_state st)
+{
+	return state_names[st];
+}
+
+static void new_id(char *id)
+{
+	uint8_t r[8];
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r)) {
+		/* Never expected; a clock-based id is still unique per host. */
+		uint64_t t = clock_now_ns() ^ ((uint64_t)getpid() << 40);
+
+		memcpy(r, &t, sizeof(r));
+	}
+	for (int i = 0; i < 8; i++)
+		sprintf(id + 2 * i, "%02x", r[i]);
+}
+
+/* The last line of the VM process's log: why it did not start. */
+void service_log_tail(const struct sandbox *sb, char *out, size_t len)
+{
+	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/log", sb->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = pread(fd, buf, sizeof(buf) - 1, lseek(fd, 0, SEEK_END) > (off_t)sizeof(buf) - 1 ?
+		  lseek(fd, 0, SEEK_END) - (off_t)sizeof(buf) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	end = buf + n;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	start = strrchr(buf, '\n');
+	start = start ? start + 1 : buf;
+	for (char *p = start; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	n = (ssize_t)strlen(start);
+	if ((size_t)n >= len)
+		n = (ssize_t)len - 1;
+	memcpy(out, start, (size_t)n);
+	out[n] = '\0';
+}
+
+static void record_of(struct sandbox *sb, const char *state);
+
+void service_record(struct sandbox *sb, const char *state)
+{
+	int rc;
+
+	record_of(sb, state);
+	rc = registry_write(sb->dir, &sb->rec);
+	if (rc)
+		log_warn("serve: cannot update %s's record: %s", sb->id, strerror(-rc));
+}
+
+static void record_of(struct sandbox *sb, const char *state)
+{
+	snprintf(sb->rec.id, sizeof(sb->rec.id), "%s", sb->id);
+	snprintf(sb->rec.state, sizeof(sb->rec.state), "%s", state);
+	sb->rec.pid = sb->pid;
+	sb->rec.pid_start = sb->pid_start;
+	sb->rec.created = sb->created;
+}
+
+static void free_sandbox(struct sandbox *sb)
+{
+	for (int i = 0; i < sb->nenv; i++)
+		free(sb->env[i]);
+	free(sb->env);
+	free(sb);
+}
+
+/* Stop sb's VM process, clean what it left, remove its directory. The
+ * sandbox is no longer in the list. */
+static void destroy_sandbox(struct service *svc, struct sandbox *sb)
+{
+	int status;
+
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
+		supervise_stop(sb->pid, SUPERVISE_TERM_GRACE_MS, &status);
+	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+	if (registry_remove_tree(sb->dir))
+		log_warn("serve: cannot remove %s", sb->dir);
+	free_sandbox(sb);
+}
+
+/* Start sb's VM process and wait for its agent. 0, or an HTTP status
+ * (500, 503) with err; nothing left on failure but sb itself. */
+int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
+		     const char *snap, char *err, size_t errlen)
+{
+	char *argv[32 + SERVICE_MAX_EXTRA_ARGS], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
+	char cpus[16], mem[24], quota[24];
+	struct agent_client *c = calloc(1, sizeof(*c));
+	const char *why = "";
+	uint64_t t0 = clock_now_ns();
+	int argc = 0, rc, status;
+	bool fresh;
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return 500;
+	}
+	argv[argc++] = svc->cfg.exe;
+	argv[argc++] = "boot";
+	argv[argc++] = "--snapshot";
+	argv[argc++] = (char *)(snap ? snap : svc->cfg.tmpl.dir);
+	argv[argc++] = "--vsock";
+	argv[argc++] = sb->vsock;
+	argv[argc++] = "--id";
+	argv[argc++] = sb->id;
+	if (req && req->cpus) {
+		snprintf(cpus, sizeof(cpus), "%u", req->cpus);
+		argv[argc++] = "--cpus";
+		argv[argc++] = cpus;
+	}
+	if (req && req->mem_mib) {
+		snprintf(mem, sizeof(mem), "%llu", (unsigned long long)req->mem_mib);
+		argv[argc++] = "--mem";
+		argv[argc++] = mem;
+	}
+	if (req && req->disk_quota) {
+		snprintf(quota, sizeof(quota), "%llu", (unsigned long long)req->disk_quota);
+		argv[argc++] = "--disk-quota";
+		argv[argc++] = quota;
+	}
+	for (int i = 0; i < svc->cfg.nextra; i++)
+		argv[argc++] = svc->cfg.extra[i];
+	argv[argc] = NULL;
+	snprintf(log, sizeof(log), "%s/log", sb->dir);
+	snprintf(vmdir, sizeof(vmdir), "%s/vm", sb->dir);
+	/* A resume reuses the sandbox's directory (its paused snapshot is
+	 * there): only what this call made goes on a failure. */
+	fresh = mkdir(sb->dir, 0700) == 0;
+	if ((!fresh && errno != EEXIST) || (mkdir(vmdir, 0700) < 0 && errno != EEXIST)) {
+		snprintf(err, errlen, "cannot create %s: %s", vmdir, strerror(errno));
+		registry_remove_tree(fresh ? sb->dir : vmdir);
+		free(c);
+		return 500;
+	}
+	sb->pid = supervise_spawn(&svc->sup, argv, log);
+	if (sb->pid < 0) {
+		rc = -sb->pid;
+		sb->pid = 0;
+		snprintf(err, errlen, "cannot start the VM process: %s", strerror(rc));
+		goto out_remove;
+	}
+	sb->pid_start = registry_pid_start(sb->pid);
+	record_of(sb, "starting");
+	rc = registry_write(sb->dir, &sb->rec);
+	if (rc) {
+		snprintf(err, errlen, "cannot write the sandbox's record: %s", strerror(-rc));
+		goto out_stop;
+	}
+	rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT,
+				  clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS_PER_S, svc->stop_fd,
+				  &why);
+	agent_client_close(c);
+	if (rc) {
+		char tail[300];
+
+		supervise_stop(sb->pid, 0, &status);
+		service_log_tail(sb, tail, sizeof(tail));
+		snprintf(err, errlen, "the sandbox's VM did not start: %s%s%s", why,
+			 tail[0] ? ": " : "", tail);
+		goto out_clean;
+	}
+	free(c);
+	metrics_observe(&svc->metrics, M_RESTORE, clock_now_ns() - t0);
+	return 0;
+out_stop:
+	supervise_stop(sb->pid, 0, &status);
+out_clean:
+	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+out_remove:
+	registry_remove_tree(fresh ? sb->dir : vmdir);
+	free(c);
+	return rc == -ECANCELED ? 503 : 500;
+}
+
+struct sandbox *service_new_sandbox(struct service *svc)
+{
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+
+	if (!sb)
+		return NULL;
+	new_id(sb->id);
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sb/%s", svc->cfg.state, sb->id);
+	/* The VM's sockets in a directory of their own: the jail bind-mounts
+	 * the socket's directory, and the record and the log stay outside. */
+	snprintf(sb->vsock, sizeof(sb->vsock), "%s/sb/%s/vm/vsock", svc->cfg.state, sb->id);
+	sb->created = (int64_t)time(NULL);
+	sb->created_ns = sb->last_used_ns = clock_now_ns();
+	snprintf(sb->rec.template, sizeof(sb->rec.template), "%s", svc->cfg.tmpl.id);
+	return sb;
+}
+
+static void link_sandbox(struct service *svc, struct sandbox *sb)
+{
+	sb->next = svc->list;
+	svc->list = sb;
+}
+
+void service_link(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	link_sandbox(svc, sb);
+	pthread_mutex_unlock(&svc->lock);
+}
+
+static void unlink_sandbox(struct service *svc, struct sandbox *sb)
+{
+	for (struct sandbox **p = &svc->list; *p; p = &(*p)->next)
+		if (*p == sb) {
+			*p = sb->next;
+			return;
+		}
+}
+
+/* The pool's refill thread: keeps cfg.pool VMs of the default template ready. */
+static void *pool_main(void *arg)
+{
+	struct service *svc = arg;
+	char err[400];
+
+	pthread_mutex_lock(&svc->lock);
+	for (;;) {
+		struct sandbox *sb;
+		int rc;
+
+		while (!svc->stopping && svc->pool_ready + svc->pool_starting >= svc->cfg.pool)
+			pthread_cond_wait(&svc->changed, &svc->lock);
+		if (svc->stopping)
+			break;
+		sb = service_new_sandbox(svc);
+		if (!sb)
+			break;
+		sb->state = SB_STARTING;
+		svc->pool_starting++;
+		pthread_mutex_unlock(&svc->lock);
+		rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
+		if (!rc) {
+			record_of(sb, "pool");
+			registry_write(sb->dir, &sb->rec);
+		}
+		pthread_mutex_lock(&svc->lock);
+		svc->pool_starting--;
+		if (rc) {
+			if (!svc->stopping)
+				log_warn("serve: the warm pool cannot start a VM: %s", err);
+			free_sandbox(sb);
+			/* Not in a tight loop: wait a moment, or for the drain. */
+			if (!svc->stopping) {
+				struct timespec until;
+
+				clock_gettime(CLOCK_REALTIME, &until);
+				until.tv_sec += 5;
+				pthread_cond_timedwait(&svc->changed, &svc->lock, &until);
+			}
+			continue;
+		}
+		sb->state = SB_POOL;
+		link_sandbox(svc, sb);
+		svc->pool_ready++;
+		pthread_cond_broadcast(&svc->changed);
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return NULL;
+}
+
+/* The template a request names: "" or "default" or the default's id. */
+static bool template_ok(const struct service *svc, const char *name)
+{
+	return !name[0] || !strcmp(name, svc->cfg.tmpl.name) || !strcmp(name, svc->cfg.tmpl.id);
+}
+
+static struct sandbox *take_pooled(struct service *svc)
+{
+	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
+		if (sb->state == SB_POOL) {
+			sb->state = SB_STARTING;
+			svc->pool_ready--;
+			pthread_cond_broadcast(&svc->changed);   /* refill */
+			return sb;
+		}
+	return NULL;
+}
+
+int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
+		   char *err, size_t errlen)
+{
+	uint64_t t0 = clock_now_ns();
+	bool fits = !req->cpus && !req->mem_mib && !req->disk_quota;
+	struct sandbox *sb = NULL;
+	int rc;
+
+	if (!template_ok(svc, req->template)) {
+		snprintf(err, errlen, "no template '%s' (this service has '%s', id %s)",
+			 req->template, svc->cfg.tmpl.name, svc->cfg.tmpl.id);
+		return 400;
+	}
+	pthread_mutex_lock(&svc->lock);
+	if (svc->stopping || svc->count >= svc->cfg.max_sandboxes) {
+		pthread_mutex_unlock(&svc->lock);
+		snprintf(err, errlen, svc->stopping ? "the service is shutting down" :
+			 "too many sandboxes (at most %u): delete some first", svc->cfg.max_sandboxes);
+		return 503;
+	}
+	svc->count++;
+	if (fits)
+		sb = take_pooled(svc);
+	pthread_mutex_unlock(&svc->lock);
+	if (!sb) {
+		sb = service_new_sandbox(svc);
+		rc = sb ? service_start_vm(svc, sb, req, NULL, err, errlen) : 500;
+		if (!sb)
+			snprintf(err, errlen, "out of memory");
+		if (rc) {
+			free(sb);
+			pthread_mutex_lock(&svc->lock);
+			svc->count--;
+			pthread_mutex_unlock(&svc->lock);
+			return rc;
+		}
+		pthread_mutex_lock(&svc->lock);
+		link_sandbox(svc, sb);
+		pthread_mutex_unlock(&svc->lock);
+	}
+	/* The environment: the sandbox's own, moved out of the request. */
+	sb->env = calloc((size_t)req->nenv + 1, sizeof(*sb->env));
+	for (int i = 0; sb->env && i < req->nenv; i++)
+		sb->env[sb->nenv++] = strdup(req->env[i]);
+	sb->rec.cpus = req->cpus;
+	sb->rec.mem_mib = req->mem_mib;
+	sb->rec.disk_quota = req->disk_quota;
+	sb->rec.ttl_s = req->ttl_s;
+	sb->rec.idle_s = req->idle_s;
+	sb->created = (int64_t)time(NULL);
+	sb->created_ns = sb->last_used_ns = clock_now_ns();
+	record_of(sb, "running");
+	rc = registry_write(sb->dir, &sb->rec);
+	pthread_mutex_lock(&svc->lock);
+	sb->state = SB_RUNNING;
+	sb->calls = 1;
+	pthread_mutex_unlock(&svc->lock);
+	if (rc)
+		log_warn("serve: cannot update %s's record: %s", sb->id, strerror(-rc));
+	metrics_observe(&svc->metrics, M_CREATE, clock_now_ns() - t0);
+	*out = sb;
+	return 201;
+}
+
+static struct sandbox *find(struct service *svc, const char *id)
+{
+	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
+		if (sb->state != SB_POOL && !strcmp(sb->id, id))
+			return sb;
+	return NULL;
+}
+
+int service_get(struct service *svc, const char *id, struct sandbox **out, char *err,
+		size_t errlen)
+{
+	struct sandbox *sb;
+	int rc = 0;
+
+	pthread_mutex_lock(&svc->lock);
+	for (;;) {
+		sb = find(svc, id);
+		/* Another call is pausing or resuming it: wait for that to end. */
+		if (!sb || (sb->state != SB_PAUSING && sb->state != SB_RESUMING))
+			break;
+		pthread_cond_wait(&svc->changed, &svc->lock);
+	}
+	if (!sb) {
+		snprintf(err, errlen, "no sandbox '%s'", id);
+		rc = 404;
+	} else if (sb->state == SB_PAUSED) {
+		/* The next call resumes it. */
+		sb->state = SB_RESUMING;
+		sb->calls++;
+		pthread_mutex_unlock(&svc->lock);
+		rc = live_resume(svc, sb, err, errlen);
+		pthread_mutex_lock(&svc->lock);
+		if (rc) {
+			sb->calls--;
+		} else {
+			sb->last_used_ns = clock_now_ns();
+			*out = sb;
+		}
+		pthread_cond_broadcast(&svc->changed);
+	} else if (sb->state != SB_RUNNING) {
+		snprintf(err, errlen, "sandbox '%s' is %s", id, state_names[sb->state]);
+		rc = 409;
+	} else {
+		sb->calls++;
+		sb->last_used_ns = clock_now_ns();
+		*out = sb;
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return rc;
+}
+
+int service_begin_pause(struct service *svc, const char *id, struct sandbox **out, char *err,
+			size_t errlen)
+{
+	struct sandbox *sb;
+	int rc = 0;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	if (!sb) {
+		snprintf(err, errlen, "no sandbox '%s'", id);
+		rc = 404;
+	} else if (sb->state != SB_RUNNING) {
+		snprintf(err, errlen, "sandbox '%s' is %s", id, state_names[sb->state]);
+		rc = 409;
+	} else if (sb->calls) {
+		snprintf(err, errlen, "sandbox '%s' is busy (%d call%s in flight): try again when "
+			 "it ends", id, sb->calls, sb->calls == 1 ? "" : "s");
+		rc = 409;
+	} else {
+		sb->state = SB_PAUSING;
+		sb->calls++;
+		*out = sb;
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return rc;
+}
+
+void service_put(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	sb->calls--;
+	sb->last_used_ns = clock_now_ns();
+	pthread_cond_broadcast(&svc->changed);
+	pthread_mutex_unlock(&svc->lock);
+}
+
+int service_delete(struct service *svc, const char *id, char *err, size_t errlen)
+{
+	struct sandbox *sb;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	if (!sb) {
+		pthread_mutex_unlock(&svc->lock);
+		snprintf(err, errlen, "no sandbox '%s'", id);
+		return 404;
+	}
+	if (sb->calls || sb->state == SB_STOPPING || sb->state == SB_STARTING ||
+	    sb->state == SB_PAUSING || sb->state == SB_RESUMING) {
+		int calls = sb->calls;
+
+		pthread_mutex_unlock(&svc->lock);
+		snprintf(err, errlen, "sandbox '%s' is busy (%d call%s in flight): try again when "
+			 "it ends", id, calls, calls == 1 ? "" : "s");
+		return 409;
+	}
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
+		sb->state = SB_STOPPING;
+	unlink_sandbox(svc, sb);
+	pthread_mutex_unlock(&svc->lock);
+	destroy_sandbox(svc, sb);
+	pthread_mutex_lock(&svc->lock);
+	svc->count--;
+	pthread_mutex_unlock(&svc->lock);
+	return 0;
+}
+
+json_t *service_sandbox_json(const struct sandbox *sb)
+{
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I}",
+			 "id", sb->id, "state", state_names[sb->state], "template", sb->rec.template,
+			 "created", (json_int_t)sb->created, "cpus", (json_int_t)sb->rec.cpus,
+			 "mem", (json_int_t)sb->rec.mem_mib, "ttl", (json_int_t)sb->rec.ttl_s,
+			 "idle_timeout", (json_int_t)sb->rec.idle_s, "calls", sb->calls,
+			 "idle_s", (json_int_t)((clock_now_ns() - sb->last_used_ns) / NS_PER_S));
+}
+
+json_t *service_get_json(struct service *svc, const char *id)
+{
+	struct sandbox *sb;
+	json_t *j = NULL;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	if (sb)
+		j = service_sandbox_json(sb);
+	pthread_mutex_unlock(&svc->lock);
+	return j;
+}
+
+json_t *service_list(struct service *svc)
+{
+	json_t *a = json_array();
+
+	pthread_mutex_lock(&svc->lock);
+	for (struct sandbox *sb = svc->list; a && sb; sb = sb->next)
+		if (sb->state != SB_POOL && sb->state != SB_STARTING)
+			json_array_append_new(a, service_sandbox_json(sb));
+	pthread_mutex_unlock(&svc->lock);
+	return a;
+}
+
+void service_gauges(struct service *svc, struct metrics_gauges *g)
+{
+	memset(g, 0, sizeof(*g));
+	pthread_mutex_lock(&svc->lock);
+	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
+		switch (sb->state) {
+		case SB_STARTING: g->starting++; break;
+		case SB_RUNNING: g->running++; break;
+		case SB_STOPPING: g->stopping++; break;
+		case SB_EXITED: g->exited++; break;
+		case SB_PAUSED: g->paused++; break;
+		case SB_PAUSING: g->running++; break;
+		case SB_RESUMING: g->starting++; break;
+		case SB_POOL: break;
+		}
+	g->pool_ready = svc->pool_ready;
+	g->pool_target = svc->cfg.pool;
+	pthread_mutex_unlock(&svc->lock);
+}
+
+void service_tick(struct service *svc)
+{
+	uint64_t now = clock_now_ns();
+	struct sandbox *doomed = NULL;
+
+	pthread_mutex_lock(&svc->lock);
+	for (struct sandbox **p = &svc->list; *p;) {
+		struct sandbox *sb = *p;
+		bool pooled = sb->state == SB_POOL;
+
+		if ((sb->state == SB_RUNNING || pooled) &&
+		    supervise_poll(sb->pid, &sb->status) == 1) {
+			log_warn("serve: sandbox %s's VM process ended (wait status %#x)", sb->id,
+				 sb->status);
+			sb->state = SB_EXITED;
+			if (pooled) {
+				/* Nobody knows it yet: gone, and the pool refills. */
+				svc->pool_ready--;
+				pthread_cond_broadcast(&svc->changed);
+				*p = sb->next;
+				sb->next = doomed;
+				doomed = sb;
+				continue;
+			}
+		}
+		if (sb->state == SB_RUNNING && !sb->calls && sb->rec.idle_s && !svc->stopping &&
+		    now - sb->last_used_ns >= sb->rec.idle_s * NS_PER_S) {
+			/* Idle: paused on a thread of its own (the main loop goes on). */
+			sb->state = SB_PAUSING;
+			sb->calls++;
+			if (live_pause_async(svc, sb)) {
+				sb->state = SB_RUNNING;
+				sb->calls--;
+			}
+		}
+		if ((sb->state == SB_RUNNING || sb->state == SB_PAUSED) && !sb->calls && sb->rec.ttl_s &&
+		    now - sb->created_ns >= sb->rec.ttl_s * NS_PER_S) {
+			log_info("serve: sandbox %s reached its ttl", sb->id);
+			*p = sb->next;
+			sb->state = SB_STOPPING;
+			sb->next = doomed;
+			doomed = sb;
+			svc->count--;
+			continue;
+		}
+		p = &sb->next;
+	}
+	pthread_mutex_unlock(&svc->lock);
+	while (doomed) {
+		struct sandbox *sb = doomed;
+
+		doomed = sb->next;
+		destroy_sandbox(svc, sb);
+	}
+}
+
+int service_start(struct service *svc)
+{
+	char sbdir[CONFIG_PATH_MAX];
+	int killed, cleaned, rc;
+
+	pthread_mutex_init(&svc->lock, NULL);
+	pthread_cond_init(&svc->changed, NULL);
+	metrics_init(&svc->metrics);
+	svc->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc = svc->stop_fd < 0 ? -errno : supervise_init(&svc->sup);
+	if (rc) {
+		log_say("serve: cannot set up: %s", strerror(-rc));
+		return rc;
+	}
+	cleaned = registry_cleanup(svc->cfg.state, &svc->cfg.paths, &killed);
+	if (cleaned)
+		log_say("serve: cleaned %d sandbox%s left by a previous run (%d VM process%s killed)",
+			cleaned, cleaned == 1 ? "" : "es", killed, killed == 1 ? "" : "es");
+	snprintf(sbdir, sizeof(sbdir), "%s/sb", svc->cfg.state);
+	if (mkdir(sbdir, 0700) < 0 && errno != EEXIST) {
+		rc = -errno;
+		log_say("serve: cannot create %s: %s", sbdir, strerror(-rc));
+		return rc;
+	}
+	if (svc->cfg.pool) {
+		rc = pthread_create(&svc->pool_thread, NULL, pool_main, svc);
+		if (rc) {
+			log_say("serve: cannot start the pool thread: %s", strerror(rc));
+			return -rc;
+		}
+		svc->pool_started = true;
+	}
+	return 0;
+}
+
+/* Wait until no call holds a sandbox, or until `until`. The lock held. */
+static int wait_calls(struct service *svc, const struct timespec *until)
+{
+	for (;;) {
+		int busy = 0;
+
+		for (struct sandbox *sb = svc->list; sb; sb = sb->next)
+			busy += sb->calls;
+		if (!busy || pthread_cond_timedwait(&svc->changed, &svc->lock, until) == ETIMEDOUT)
+			return busy;
+	}
+}
+
+static void deadline_in(struct timespec *t, unsigned ms)
+{
+	clock_gettime(CLOCK_REALTIME, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
+}
+
+void service_stop(struct service *svc, unsigned grace_ms)
+{
+	struct timespec until;
+	uint64_t one = 1;
+	struct sandbox *all;
+
+	/* No new VM from here: a create or refill waiting for one fails now. */
+	supervise_close(&svc->sup);
+	pthread_mutex_lock(&svc->lock);
+	svc->stopping = true;
+	pthread_cond_broadcast(&svc->changed);
+	deadline_in(&until, grace_ms);
+	wait_calls(svc, &until);
+	pthread_mutex_unlock(&svc->lock);
+	/* Calls still in flight give up now: their VMs are about to go. */
+	if (write(svc->stop_fd, &one, sizeof(one)) < 0)
+		log_warn("serve: cannot signal the drain: %s", strerror(errno));
+	if (svc->pool_started) {
+		pthread_join(svc->pool_thread, NULL);
+		svc->pool_started = false;
+	}
+	/* Every VM told to stop at once; a call still on one then fails. */
+	pthread_mutex_lock(&svc->lock);
+	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
+		if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
+			kill(sb->pid, SIGTERM);
+	deadline_in(&until, SUPERVISE_TERM_GRACE_MS + 10000);
+	if (wait_calls(svc, &until))
+		log_warn("serve: calls still in flight after the drain; their VMs are killed");
+	all = svc->list;
+	svc->list = NULL;
+	pthread_mutex_unlock(&svc->lock);
+	while (all) {
+		struct sandbox *sb = all;
+
+		all = sb->next;
+		if (sb->calls) {
+			/* Still held by a call: its VM and files go, its memory stays. */
+			int status;
+
+			supervise_stop(sb->pid, 0, &status);
+			registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+			registry_remove_tree(sb->dir);
+			sb->state = SB_EXITED;
+			continue;
+		}
+		destroy_sandbox(svc, sb);
+	}
+}
+
+void service_destroy(struct service *svc)
+{
+	supervise_destroy(&svc->sup);
+	if (svc->stop_fd >= 0)
+		close(svc->stop_fd);
+	svc->stop_fd = -1;
+}

@@ -1,0 +1,142 @@
+/* service.h - mayfly serve's sandboxes: each a supervised VM process restored from a template, kept in memory and on disk, with a warm pool per template. */
+#ifndef MAYFLY_SERVE_SERVICE_H
+#define MAYFLY_SERVE_SERVICE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/gate.h"
+#include "config.h"
+#include "serve/api.h"
+#include "serve/metrics.h"
+#include "serve/registry.h"
+#include "serve/supervise.h"
+
+#define SERVICE_MAX_SANDBOXES 1024
+#define SERVICE_MAX_EXTRA_ARGS 16
+
+enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
+		 SB_RESUMING };
+
+/* A template: a snapshot directory, addressed by name ("default") or by
+ * its id (the snapshot cache's content hash, or the directory's name). */
+struct service_template {
+	char name[API_TEMPLATE_MAX + 1];
+	char id[API_TEMPLATE_MAX + 1];
+	char dir[CONFIG_PATH_MAX];
+};
+
+struct exec_slot;
+
+struct sandbox {
+	char id[API_ID_MAX + 1];
+	char dir[CONFIG_PATH_MAX];
+	char vsock[CONFIG_VSOCK_PATH_MAX + 1];
+	enum sb_state state;
+	pid_t pid;
+	uint64_t pid_start;
+	int status;                /* wait status once SB_EXITED */
+	int64_t created;           /* Unix seconds */
+	uint64_t created_ns, last_used_ns;   /* CLOCK_MONOTONIC */
+	struct registry_record rec;
+	char **env;                /* "K=V" for every exec */
+	int nenv;
+	int calls;                 /* in flight: a delete waits for none (else 409) */
+	struct exec_slot *execs;   /* running execs, for their signals */
+	struct sandbox *next;
+	struct service *svc;       /* for an auto-pause's thread */
+};
+
+struct service_config {
+	const char *state;         /* --state DIR */
+	char exe[CONFIG_PATH_MAX]; /* this binary, for the VM processes */
+	struct service_template tmpl;   /* the default template */
+	unsigned pool;             /* --pool N ready VMs per template */
+	char *extra[SERVICE_MAX_EXTRA_ARGS];   /* boot options passed on (--no-jail...) */
+	int nextra;
+	unsigned call_timeout_s;
+	uint64_t max_output;
+	uint64_t max_file;         /* one file in or out */
+	unsigned max_sandboxes;
+	struct registry_paths paths;
+};
+
+struct service {
+	struct service_config cfg;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;    /* the pool or a sandbox's calls changed */
+	struct sandbox *list;
+	unsigned pool_ready, pool_starting, count;
+	bool stopping;
+	int stop_fd;               /* eventfd, readable once draining: agent waits give up */
+	struct supervisor sup;
+	struct metrics metrics;
+	struct audit_log audit;
+	struct gate gate;          /* audit log and approver; per call a copy names caller, sandbox */
+	pthread_t pool_thread;
+	bool pool_started;
+	uint64_t next_exec;
+};
+
+/* Set up (state directory made, the leftovers of a previous service
+ * cleaned) and start the pool's refill thread. The caller's thread must
+ * then call supervise_pending whenever svc->sup.efd is readable and
+ * service_tick every few hundred ms. 0 or -errno after one line. */
+int service_start(struct service *svc);
+
+/* Drain: refuse new sandboxes, give the calls in flight up to grace_ms,
+ * then stop every VM and remove their state. */
+void service_stop(struct service *svc, unsigned grace_ms);
+void service_destroy(struct service *svc);
+
+/* Reap VM processes that ended, delete sandboxes past their TTL. */
+void service_tick(struct service *svc);
+
+/* A new sandbox (from the pool when it fits, else restored now). On
+ * success *out is held (service_put it) and 201; else an HTTP status
+ * with err: 400 unknown template, 503 too many or draining, 500 the VM
+ * did not start. */
+int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
+		   char *err, size_t errlen);
+
+/* The sandbox id, held for a call (its calls count up) until
+ * service_put. 0; 404 none; 409 stopping or exited. */
+int service_get(struct service *svc, const char *id, struct sandbox **out, char *err,
+		size_t errlen);
+void service_put(struct service *svc, struct sandbox *sb);
+
+/* Hold a running sandbox for its pause: SB_PAUSING, its calls counted up
+ * (service_put after live_pause). 0; 404; 409 not running or busy. */
+int service_begin_pause(struct service *svc, const char *id, struct sandbox **out, char *err,
+			size_t errlen);
+
+/* Delete: 0 (204); 404; 409 while calls are in flight. */
+int service_delete(struct service *svc, const char *id, char *err, size_t errlen);
+
+/* For live.c (pause, resume, fork): a new sandbox (not linked; NULL when
+ * out of memory); its VM started from the snapshot in snap (NULL: the
+ * template) and its agent waited for (0, or an HTTP status with err);
+ * linked into the list (the lock not held). */
+struct sandbox *service_new_sandbox(struct service *svc);
+int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
+		     const char *snap, char *err, size_t errlen);
+void service_link(struct service *svc, struct sandbox *sb);
+/* Rewrite sb's record with state. */
+void service_record(struct sandbox *sb, const char *state);
+/* The last line of sb's VM log (why it failed). */
+void service_log_tail(const struct sandbox *sb, char *out, size_t len);
+const char *service_state_name(enum sb_state st);
+
+/* One sandbox's JSON (the lock held or the sandbox held). */
+json_t *service_sandbox_json(const struct sandbox *sb);
+/* The sandbox id's JSON as it is now (a paused one stays paused), or
+ * NULL when there is none. */
+json_t *service_get_json(struct service *svc, const char *id);
+/* Every sandbox (pooled ones apart) as a JSON array. */
+json_t *service_list(struct service *svc);
+void service_gauges(struct service *svc, struct metrics_gauges *g);
+
+#endif
