@@ -116,6 +116,9 @@ struct agent {
 	struct conn *conns;
 	unsigned nconns;
 	struct proc *orphans;       /* killed, waiting to be reaped */
+	pid_t net_pid;              /* NET: the proxy relay's process, 0: none */
+	unsigned net_port;          /* NET: the proxy's port on 127.0.0.1, 0: no network */
+	const char *net_unix;       /* --net-unix PATH: relay there, not to vsock (host tests) */
 };
 
 /* defaults.c */
@@ -214,6 +217,16 @@ int remove_request(struct conn *c, const struct proto_frame *f);
  * (the host's wall clock and seed, after a restore). */
 int quiesce_request(struct conn *c, const struct proto_frame *f);
 int freshen_request(struct conn *c, const struct proto_frame *f);
+
+/* netrelay.c */
+/* NET {u32 proxy_port, u32 host_port}: (re)start the proxy relay child. */
+int net_request(struct conn *c, const struct proto_frame *f);
+/* Kill the relay (QUIESCE: a snapshot holds no host connection; the end). */
+void net_stop(struct agent *a);
+/* With the proxy on, add its HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and
+ * lowercase) and NO_PROXY to envp[n...] unless e sets them: at most 8
+ * entries. The new count. */
+int net_env(const struct agent *a, char **envp, int n, const struct proto_exec *e);
 /* True, with an ERROR EAGAIN sent, when f must wait for FRESHEN. */
 bool freshen_needed(struct conn *c, const struct proto_frame *f);
 

@@ -234,7 +234,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_FRESHEN + 1] = {
+static const req_fn handlers[PROTO_NET + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -252,6 +252,7 @@ static const req_fn handlers[PROTO_FRESHEN + 1] = {
 	[PROTO_SHUTDOWN] = req_shutdown,
 	[PROTO_QUIESCE] = quiesce_request,
 	[PROTO_FRESHEN] = freshen_request,
+	[PROTO_NET] = net_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */

@@ -313,6 +313,8 @@ void procs_reap(struct agent *a)
 
 	/* Everything: as PID 1 or a subreaper the agent inherits strangers too. */
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (pid == a->net_pid)
+			a->net_pid = 0;
 		p = proc_by_pid(a, pid);
 		if (!p)
 			continue;

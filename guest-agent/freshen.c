@@ -28,6 +28,9 @@ int quiesce_request(struct conn *c, const struct proto_frame *f)
 	/* The loop closes every connection (flushing this OK): the snapshot
 	 * must hold no live host connection, the VMM keeps none. */
 	c->a->quiescing = true;
+	/* The proxy's clients are host connections too; the network is each
+	 * run's own (the host sends NET again after a restore). */
+	net_stop(c->a);
 	return 0;
 }
 

@@ -32,6 +32,8 @@ static const char usage[] =
 	"                     WORKDIR /dir, USER user[:group] lines (oci-import's)\n"
 	"  --allow-shutdown   SHUTDOWN powers the machine off (implied as PID 1);\n"
 	"                     otherwise SHUTDOWN only ends the agent\n"
+	"  --net-unix PATH    NET relays proxy clients to this Unix socket, not to\n"
+	"                     vsock (host tests)\n"
 	"  -v                 log closed connections and their reasons on stderr\n"
 	"docs/protocol.md describes the protocol.\n";
 
@@ -46,7 +48,7 @@ struct options {
 /* One parser for the agent as for mayfly (getopt_long, num.c's numbers). */
 static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 {
-	enum { O_PORT = 256, O_UNIX, O_FD, O_HOME, O_ALLOW_SHUTDOWN, O_DEFAULTS };
+	enum { O_PORT = 256, O_UNIX, O_FD, O_HOME, O_ALLOW_SHUTDOWN, O_DEFAULTS, O_NET_UNIX };
 	static const struct option longopts[] = {
 		{ "port", required_argument, NULL, O_PORT },
 		{ "unix", required_argument, NULL, O_UNIX },
@@ -54,6 +56,7 @@ static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 		{ "home", required_argument, NULL, O_HOME },
 		{ "defaults", required_argument, NULL, O_DEFAULTS },
 		{ "allow-shutdown", no_argument, NULL, O_ALLOW_SHUTDOWN },
+		{ "net-unix", required_argument, NULL, O_NET_UNIX },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -96,6 +99,11 @@ static int parse_args(int argc, char **argv, struct agent *a, struct options *o)
 			if (!optarg[0])
 				goto bad;
 			a->home = optarg;
+			break;
+		case O_NET_UNIX:
+			if (!optarg[0])
+				goto bad;
+			a->net_unix = optarg;
 			break;
 		case O_DEFAULTS:
 			if (!optarg[0])
@@ -250,6 +258,7 @@ int main(int argc, char **argv)
 	}
 
 	rc = loop_run(&a);
+	net_stop(&a);
 	kill_everything(&a);
 	if (o.mode == LISTEN_UNIX)
 		unlink(o.unix_path);

@@ -52,6 +52,9 @@ enum proto_type {
 	                         * FRESHEN only HELLO, PING and FRESHEN are served */
 	PROTO_FRESHEN = 17,     /* {u64 realtime_ns, bytes seed} -> OK: a restored VM takes
 	                         * the host's wall clock and fresh entropy */
+	PROTO_NET = 18,         /* {u32 proxy_port, u32 host_port} -> OK: serve the HTTP proxy
+	                         * on 127.0.0.1:proxy_port, each client relayed to vsock
+	                         * CID 2 host_port; later EXECs get the proxy environment */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */

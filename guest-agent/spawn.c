@@ -137,11 +137,13 @@ static void __attribute__((noreturn)) child_run(const struct proto_exec *e, char
 }
 
 /* The defaults' environment with e's on top (same name: e's wins), plus the
- * default PATH when neither has one: a new array. */
-static char **env_with_path(const struct agent_defaults *d, const struct proto_exec *e)
+ * default PATH when neither has one, and the proxy's variables when the
+ * guest has a network (NET): a new array. */
+static char **env_with_path(const struct agent *a, const struct proto_exec *e)
 {
 	static char default_path[] = "PATH=" AGENT_DEFAULT_PATH;
-	char **envp = calloc((size_t)e->envc + d->nenv + 2, sizeof(char *));
+	const struct agent_defaults *d = &a->defaults;
+	char **envp = calloc((size_t)e->envc + d->nenv + 2 + 8, sizeof(char *));
 	bool has_path = false;
 	size_t n = 0;
 
@@ -158,6 +160,7 @@ static char **env_with_path(const struct agent_defaults *d, const struct proto_e
 	}
 	for (uint32_t i = 0; i < e->envc; i++)
 		envp[n++] = e->envp[i];
+	n = (size_t)net_env(a, envp, (int)n, e);
 	for (size_t i = 0; i < n; i++)
 		has_path |= strncmp(envp[i], "PATH=", 5) == 0;
 	if (!has_path)
@@ -183,7 +186,7 @@ int spawn_proc(struct agent *a, struct proc *p, const struct proto_exec *e)
 {
 	int st[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
 	int master = -1, slave = -1, in_dup = -1, rc;
-	char **envp = env_with_path(&a->defaults, e);
+	char **envp = env_with_path(a, e);
 	struct child_fds cfds;
 	pid_t pid;
 

@@ -22,6 +22,7 @@ enum opt_id {
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES,
+	O_ALLOW_NET, O_RESOLVE,
 };
 
 struct cli_option {
@@ -116,6 +117,14 @@ static const struct cli_option options[] = {
 	{ "gid", O_GID, C_BOOT | C_RUN | C_SERVE, "GID", "started as root, the jailed VMM's gid (default 65534)" },
 	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SERVE, "PCT", "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
+	{ "allow-net", O_ALLOW_NET, C_BOOT | C_RUN, "RULE", "let the guest reach RULE through its agent's HTTP proxy\n"
+	  "(HTTP_PROXY=http://127.0.0.1:3128 in every command):\n"
+	  "HOST, *.SUFFIX, HOST:PORT, an IP or CIDR with an optional\n"
+	  ":PORT ([IPV6]:PORT); repeatable. Loopback, private,\n"
+	  "link-local and metadata addresses only when a rule names\n"
+	  "them. None: no network at all (see docs/security.md)" },
+	{ "resolve", O_RESOLVE, C_BOOT | C_RUN, "HOST:ADDR", "HOST resolves to ADDR for --allow-net, not through\n"
+	  "the host's DNS (repeatable)" },
 	{ "socket", O_SOCKET, C_SERVE, "PATH", "serve the API on the Unix socket PATH, mode 0600\n"
 	  "(default: STATE/api.sock)" },
 	{ "listen", O_LISTEN, C_SERVE, "ADDR", "serve it on a loopback TCP port instead:\n"
@@ -437,6 +446,10 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return CLI_ERROR;
 		c->jail.cpu_pct = (unsigned)n;
 		return CLI_OK;
+	case O_ALLOW_NET:
+		return net_policy_add_rule(&c->net, val, err, errlen) ? CLI_ERROR : CLI_OK;
+	case O_RESOLVE:
+		return net_policy_add_resolve(&c->net, val, err, errlen) ? CLI_ERROR : CLI_OK;
 	case O_SOCKET: return nonempty(&c->serve.socket, "socket", val, err, errlen);
 	case O_LISTEN: return nonempty(&c->serve.listen, "listen", val, err, errlen);
 	case O_TOKENS: return nonempty(&c->serve.tokens, "tokens", val, err, errlen);
@@ -578,6 +591,10 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 			    "--cmdline-append, --init-cmd or --disk with it");
 	if (c->vm.nr_disks + (c->vm.rootfs[0] ? 1 : 0) > CONFIG_MAX_DISKS)
 		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
+	if (c->net.nr_resolves && !c->net.nr_rules)
+		return fail(err, errlen, "--resolve goes with --allow-net RULE");
+	if (cmd == CLI_BOOT && c->net.nr_rules && !c->vm.vsock && !c->snapshot)
+		return fail(err, errlen, "--allow-net needs --vsock PATH: the guest agent serves the proxy");
 	return CLI_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "agent/run_opts.h"
 #include "jail/jail.h"
+#include "net/rules.h"
 
 enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_PAUSE,
 	       CLI_FORK, CLI_SERVE, CLI_NR_CMDS };
@@ -21,6 +22,7 @@ struct cli {
 	struct vm_config vm;
 	struct run_opts run;
 	struct jail_config jail;   /* boot, run: --no-jail, --uid, --gid, --cpu-quota */
+	struct net_policy net;     /* boot, run: --allow-net, --resolve (never in a snapshot) */
 	int verbose;               /* -v count; vm.log_level follows it */
 	/* Which VM fields the user set (a snapshot must then agree with them). */
 	bool mem_given, cpus_given, kernel_given, rootfs_given;

@@ -44,17 +44,54 @@ static const char usage[] =
 	"run, exec: the command's code; 123 refused by --approve, 124 timeout, 125 mayfly or VM failure,\n"
 	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
 
-/* boot --snapshot: the VM restored, its agent freshened by a thread of
- * ours (its clock and entropy are this run's before anyone else
- * connects), then the console as with a cold boot. */
+/* A VM driven by a thread of ours through its agent, then the console as
+ * with a plain cold boot: boot --snapshot (the agent freshened: its clock
+ * and entropy are this run's before anyone else connects) and boot
+ * --allow-net (the agent told to serve the proxy). snap NULL: cold. */
+static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const struct snapshot *snap,
+			   uint64_t start_ns)
+{
+	struct vm_agent *va = calloc(1, sizeof(*va));   /* large: the client's buffers */
+	struct ctl_server ctl;
+	struct net_run net;
+	struct jail jail;
+	int rc;
+
+	if (!va) {
+		log_say("out of memory");
+		return EXIT_INTERNAL;
+	}
+	va->cancel_fd = -1;
+	va->keep_running = true;
+	va->jail = &jail;
+	va->net = &net;
+	/* The broker before the jail: it keeps the host's network. */
+	if (net_run_start(&net, &c->net, c->jail.uid, c->jail.gid)) {
+		free(va);
+		return EXIT_INTERNAL;
+	}
+	/* The supervisor built nothing: only the VM process destroys a VM. */
+	if (jail_start(&jail, &c->jail, cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
+		/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
+		if (ctl_server_open(&ctl, cfg, snap)) {
+			rc = EXIT_INTERNAL;
+		} else {
+			va->ctl = &ctl;
+			rc = vm_agent_run(va, cfg, snap, start_ns);
+		}
+		ctl_server_stop(&ctl);
+		vm_agent_destroy(va);
+	}
+	net_run_stop(&net);
+	free(va);
+	return rc;
+}
+
 static int boot_restored(struct cli *c, uint64_t start_ns)
 {
 	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
-	struct ctl_server ctl;
 	struct vm_config cfg;
 	struct snapshot snap;
-	struct vm_agent *va;
-	struct jail jail;
 	const char *why = "";
 	int rc = restore_prepare(&snap, c->snapshot, &c->vm, &given, &cfg, &why);
 
@@ -62,27 +99,7 @@ static int boot_restored(struct cli *c, uint64_t start_ns)
 		log_say("cannot restore '%s': %s", c->snapshot, why);
 		return rc == -EINVAL ? EXIT_USAGE : EXIT_BAD_IMAGE;
 	}
-	va = calloc(1, sizeof(*va));   /* large: the client's buffers */
-	if (!va) {
-		snapshot_free(&snap);
-		log_say("out of memory");
-		return EXIT_INTERNAL;
-	}
-	va->cancel_fd = -1;
-	va->keep_running = true;
-	va->jail = &jail;
-	/* The supervisor built nothing: only the VM process destroys a VM. */
-	if (jail_start(&jail, &c->jail, &cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
-		if (ctl_server_open(&ctl, &cfg, &snap)) {
-			rc = EXIT_INTERNAL;
-		} else {
-			va->ctl = &ctl;
-			rc = vm_agent_run(va, &cfg, &snap, start_ns);
-		}
-		ctl_server_stop(&ctl);
-		vm_agent_destroy(va);
-	}
-	free(va);
+	rc = boot_with_agent(c, &cfg, &snap, start_ns);
 	snapshot_free(&snap);
 	return rc;
 }
@@ -107,6 +124,8 @@ static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		log_say("%s", err);
 		return EXIT_BAD_IMAGE;
 	}
+	if (net_enabled(&c->net))
+		return boot_with_agent(c, &c->vm, NULL, start_ns);
 	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
 		return code;
 	/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */

@@ -156,6 +156,22 @@ void client_start_unix(struct client *c)
 	client_connect(c, true);
 }
 
+void client_start_net(struct client *c)
+{
+	char relay[sizeof(c->dir) + 16];
+
+	client_init(c);
+	snprintf(c->sock, sizeof(c->sock), "%s/agent.sock", c->dir);
+	snprintf(relay, sizeof(relay), "%s/net.sock", c->dir);
+	{
+		char *args[] = { "mayfly-agent", "--unix", c->sock, "--home", c->dir, "--net-unix",
+				 relay, NULL };
+
+		spawn_agent(c, args, -1);
+	}
+	client_connect(c, true);
+}
+
 void client_stop(struct client *c)
 {
 	char cmd[128];

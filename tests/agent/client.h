@@ -25,6 +25,8 @@ struct client {
 void client_start(struct client *c);
 /* Start it on a Unix socket in c->dir (--unix) and connect, HELLO done. */
 void client_start_unix(struct client *c);
+/* client_start_unix, the agent's NET relay going to c->dir/net.sock. */
+void client_start_net(struct client *c);
 /* client_start with the agent given --defaults: a file in c->dir holding text. */
 void client_start_defaults(struct client *c, const char *text);
 /* Another connection to a --unix agent; hello: do the HELLO. Returns the fd. */

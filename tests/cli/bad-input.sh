@@ -39,7 +39,7 @@ expect() {
 	fi
 }
 
-echo "1..57"
+echo "1..63"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -89,6 +89,13 @@ expect "audit verify with a bad --head" 2 "bad --head 'xyz'" -- "$mayfly" audit 
 expect "audit verify of a file that is not a log" 1 "line 1: not an audit record" -- "$mayfly" audit verify "$tmp/garbage-lines"
 expect "run --audit to a directory" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/dir" -- true
 expect "run --audit to a FIFO" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/fifo" -- true
+# --allow-net and --resolve: checked before any VM, one line each.
+expect "run with a bad --allow-net name" 125 "bad --allow-net 'a..b'" -- "$mayfly" run --allow-net a..b -- true
+expect "run with a bad --allow-net port" 125 "the port must be 1-65535" -- "$mayfly" run --allow-net pypi.org:0 -- true
+expect "run with a CIDR with host bits" 125 "host bits set" -- "$mayfly" run --allow-net 10.0.0.1/8 -- true
+expect "run with a bad --resolve" 125 "bad --resolve 'x.test:1.2.3'" -- "$mayfly" run --allow-net x.test --resolve x.test:1.2.3 -- true
+expect "run with --resolve alone" 125 "--resolve goes with --allow-net" -- "$mayfly" run --resolve x.test:1.2.3.4 -- true
+expect "boot --allow-net without --vsock" 2 "--allow-net needs --vsock" -- "$mayfly" boot --allow-net pypi.org
 expect "run --approve-timeout without --approve" 125 "goes with --approve" -- "$mayfly" run --approve-timeout 5 -- true
 expect "run --approve-timeout 0" 125 "bad --approve-timeout '0'" -- "$mayfly" run --approve true --approve-timeout 0 -- true
 expect "mcp with a stray argument" 125 "unexpected argument 'stray'" -- "$mayfly" mcp stray

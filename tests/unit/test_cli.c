@@ -435,3 +435,23 @@ Test(guest_files, rootfs_names_and_default)
 	rmdir(dir);
 	unsetenv("MAYFLY_GUEST_DIR");
 }
+
+Test(cli, allow_net_and_resolve_fill_the_policy)
+{
+	char err[256] = "";
+
+	cr_assert_eq(PARSE(CLI_RUN, err, "--allow-net", "pypi.org", "--allow-net=*.test:443",
+			   "--resolve", "a.test:127.0.0.1", "--", "true"), CLI_OK, "%s", err);
+	cr_assert_eq(c.net.nr_rules, 2);
+	cr_assert_str_eq(c.net.rules[1].host, "test");
+	cr_assert_eq(c.net.rules[1].port, 443);
+	cr_assert_eq(c.net.nr_resolves, 1);
+	cr_assert_eq(PARSE(CLI_RUN, err, "--", "true"), CLI_OK);
+	cr_assert_eq(c.net.nr_rules, 0, "no rule: no network");
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--vsock", "s", "--allow-net", "10.0.0.0/8"), CLI_OK,
+		     "%s", err);
+	EXPECT_ERROR(CLI_BOOT, "--allow-net needs --vsock", "--allow-net", "a.test");
+	EXPECT_ERROR(CLI_RUN, "bad --allow-net", "--allow-net", "a.test:99999", "--", "true");
+	EXPECT_ERROR(CLI_EXEC, "unknown option '--allow-net'", "--vsock", "s", "--allow-net",
+		     "a.test", "--", "true");
+}

@@ -48,6 +48,7 @@ struct run_ctx {
 	struct gate gate;             /* --approve, --audit */
 	struct audit_log audit;
 	struct jail jail;
+	struct net_run net;           /* --allow-net: its broker forked before the jail */
 	/* Opened before the VM (a jailed VMM cannot open the user's files):
 	 * each --put's fd (or -errno), each --get's target with its open's
 	 * error; get_ok (shared with the supervisor) marks the --get copies
@@ -416,6 +417,11 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	code = run_choose_vm(c, &ctx->snap, &ctx->restoring, &ctx->restored, &cfg);
 	if (!code)
 		code = open_files(ctx, &c->run);
+	/* The broker before the jail and the filters: it keeps the host's network. */
+	if (!code && net_run_start(&ctx->net, &c->net, c->jail.uid, c->jail.gid))
+		code = RUN_EXIT_MAYFLY;
+	ctx->net.audit_log = ctx->gate.audit;
+	ctx->va.net = &ctx->net;
 	/* The approver runs `sh -c CMD` on the host for each call, from the
 	 * VM's agent thread: a jailed VM process has no host to run it on. */
 	if (!code && c->run.approve_cmd && !c->jail.disabled)
@@ -425,6 +431,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 		code = run_vm(ctx, cfg, start_ns);
 	else if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
 		code = run_vm(ctx, cfg, start_ns);
+	net_run_stop(&ctx->net);
 	gate_close(&ctx->gate);
 	close_files(ctx, &c->run, &code);
 	if (ctx->restoring)

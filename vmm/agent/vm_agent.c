@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
@@ -46,15 +47,42 @@ static bool wait_guest_init(struct vm_agent *va)
 	return true;
 }
 
+/* Send the request of `len` bytes in c->wbuf and wait for its OK. */
+static int request_ok(struct agent_client *c, uint32_t id, int len, const char *name,
+		      uint64_t deadline_ns, const char **why)
+{
+	static _Thread_local char msg[160];
+	struct proto_frame f;
+	int rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
+
+	if (!rc)
+		rc = agent_client_next(c, id, &f, deadline_ns);
+	if (!rc) {
+		if (f.type == PROTO_OK)
+			return 0;
+		if (f.type != PROTO_ERROR) {
+			snprintf(msg, sizeof(msg), "the guest agent answered %s with something else",
+				 name);
+			*why = msg;
+			return -EPROTO;
+		}
+		rc = agent_client_error(&f, msg, sizeof(msg));
+		*why = msg;
+		return rc;
+	}
+	snprintf(msg, sizeof(msg), rc == -ETIMEDOUT ? "the guest agent did not answer %s in time" :
+		 "lost the guest agent during %s", name);
+	*why = msg;
+	return rc;
+}
+
 int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **why)
 {
 	uint8_t seed[SEED_BYTES];
 	uint32_t id = agent_client_id(c);
 	struct proto_writer w;
-	struct proto_frame f;
 	struct timespec now;
-	static _Thread_local char msg[160];
-	int rc, len;
+	int len;
 
 	/* getrandom without flags: the host's pool is long since initialised. */
 	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed)) {
@@ -67,23 +95,19 @@ int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **
 	proto_put_bytes(&w, seed, sizeof(seed));
 	len = proto_end(&w);
 	explicit_bzero(seed, sizeof(seed));
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-	if (!rc)
-		rc = agent_client_next(c, id, &f, deadline_ns);
-	if (!rc) {
-		if (f.type == PROTO_OK)
-			return 0;
-		if (f.type != PROTO_ERROR) {
-			*why = "the guest agent answered FRESHEN with something else";
-			return -EPROTO;
-		}
-		rc = agent_client_error(&f, msg, sizeof(msg));
-		*why = msg;
-		return rc;
-	}
-	*why = rc == -ETIMEDOUT ? "the guest agent did not answer FRESHEN in time" :
-	       "lost the guest agent during FRESHEN";
-	return rc;
+	return request_ok(c, id, len, "FRESHEN", deadline_ns, why);
+}
+
+/* NET: the guest agent serves the proxy (docs/protocol.md). */
+static int tell_net(struct agent_client *c, uint64_t deadline_ns, const char **why)
+{
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_NET, id);
+	proto_put_u32(&w, NET_GUEST_PROXY_PORT);
+	proto_put_u32(&w, NET_VSOCK_PORT);
+	return request_ok(c, id, proto_end(&w), "NET", deadline_ns, why);
 }
 
 static void *agent_thread(void *arg)
@@ -105,6 +129,8 @@ static void *agent_thread(void *arg)
 				  va->built_ns + VM_AGENT_BOOT_TIMEOUT_S * NS, va->cancel_fd, &why);
 	if (!rc && va->vm.snap)
 		rc = vm_agent_freshen(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
+	if (!rc && va->net && va->net->attached)
+		rc = tell_net(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
 	if (rc) {
 		if (rc != -ECANCELED)
 			vm_stop(&va->vm, RUN_EXIT_AGENT, "%s", why);
@@ -138,6 +164,8 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	va->client.fd = -1;
 	code = vm_build(&va->vm, cfg, snap, start_ns);
 	va->built_ns = clock_now_ns();
+	if (!code && va->net && net_run_attach(va->net, &va->vm))
+		code = EXIT_INTERNAL;
 	if (!code && va->jail)
 		code = jail_enter(va->jail, cfg);
 	if (!code && va->ctl && ctl_server_start(va->ctl, &va->vm))
@@ -156,6 +184,8 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 	}
 	/* The agent thread must never take SIGINT/SIGTERM: vm_run's signalfd does. */
 	thread_block_stop_signals();
+	if (va->net && net_run_audit(va->net, va->unconfined))
+		return EXIT_INTERNAL;
 	if (pthread_create(&thread, NULL, agent_thread, va)) {
 		log_error("cannot start the agent thread");
 		return EXIT_INTERNAL;

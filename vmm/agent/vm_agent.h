@@ -8,6 +8,7 @@
 #include "agent/client.h"
 #include "jail/jail.h"
 #include "vm.h"
+#include "net/net.h"
 
 #define VM_AGENT_BOOT_TIMEOUT_S 60   /* exec -> agent ready; nested emulation needs ~5 s */
 
@@ -34,6 +35,8 @@ struct vm_agent {
 	bool (*signal_hook)(void *opaque, int signo);   /* see vm_set_signal_hook */
 	bool job_done;                /* the job ran to its end (read after vm_agent_run) */
 	struct jail *jail;            /* entered between vm_build and the first thread; or NULL */
+	struct net_run *net;          /* --allow-net: attached after the build, the agent told
+	                               * to serve the proxy; or NULL */
 	struct ctl_server *ctl;       /* boot --vsock: started after the jail (the caller stops it) */
 };
 

@@ -97,6 +97,7 @@ static const struct seccomp_rule io[] = {
 	ALLOW(recvmsg, "the same, with iovecs"),
 	ALLOW(sendmsg, "the same, with iovecs"),
 	ALLOW(timerfd_settime, "vsock: the one timerfd armed for the earliest deadline"),
+	ALLOW(socketpair, "--allow-net: each proxied guest connection's pair (vsock side, proxy side)"),
 };
 
 static const struct seccomp_rule console[] = {

@@ -103,6 +103,14 @@ struct virtio_vsock {
 	bool reset_unacked;
 	uint16_t reset_mark;          /* the event queue's avail.idx at delivery */
 
+	/* Guest connections to host port net_port go to net_accept (I/O
+	 * thread, lock held), which returns the socket to relay them to, or
+	 * -errno (the guest gets a reset): the network proxy (net/proxy.h).
+	 * NULL: that port is like any other. Set before the I/O thread runs. */
+	uint32_t net_port;
+	int (*net_accept)(void *opaque);
+	void *net_opaque;
+
 	/* Tunables, set by init; tests shorten them. */
 	unsigned max_conns;
 	unsigned response_timeout_ms, line_timeout_ms, linger_ms;

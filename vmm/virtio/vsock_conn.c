@@ -576,6 +576,14 @@ static void guest_connect(struct virtio_vsock *v, const struct vsock_hdr *h)
 			    h->dst_port);
 		goto refuse;
 	}
+	if (v->net_accept && h->dst_port == v->net_port) {
+		fd = v->net_accept(v->net_opaque);
+		if (fd < 0) {
+			fd = -1;
+			goto refuse;
+		}
+		goto connected;
+	}
 	/* Without a socket file (local connections only) there is no PATH_P. */
 	if (!v->path[0] ||
 	    (size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, h->dst_port) >=
@@ -589,6 +597,7 @@ static void guest_connect(struct virtio_vsock *v, const struct vsock_hdr *h)
 			    strerror(errno));
 		goto refuse;
 	}
+connected:
 	c = vsock_conn_new(v, fd, CONN_OPEN);
 	if (!c)
 		goto refuse;

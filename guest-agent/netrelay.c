@@ -1,0 +1,322 @@
+/* netrelay.c - NET: the guest's HTTP proxy on 127.0.0.1, a child process that relays each client over vsock to the host, which decides (vmm/net/). */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+#define RELAY_MAX   64              /* clients at once: the host's cap per sandbox */
+#define RELAY_BUF   (64 * 1024)     /* per direction and client */
+#define HOST_CID    2
+
+/* One client: its socket, the host's, a buffer each way. */
+struct pair {
+	int fd[2];                      /* 0: the client, 1: the host */
+	uint8_t *buf[2];                /* buf[i]: read from fd[i], to be written to fd[!i] */
+	size_t off[2], len[2];
+	bool eof[2], shut[2];           /* read EOF on fd[i]; shutdown(SHUT_WR) done on fd[i] */
+};
+
+static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+			   "Connection: close\r\n\r\nmayfly: the host took no more proxy connections\n";
+
+/* The host end: vsock CID 2 (or, in host tests, a Unix socket path). */
+static int dial_host(const char *unix_path, unsigned port)
+{
+	int fd;
+
+	if (unix_path) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		if (strlen(unix_path) >= sizeof(sun.sun_path))
+			return -1;
+		strcpy(sun.sun_path, unix_path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+			return fd;
+	} else {
+		struct sockaddr_vm svm = { .svm_family = AF_VSOCK, .svm_cid = HOST_CID,
+					   .svm_port = port };
+
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&svm, sizeof(svm)) == 0)
+			return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static void pair_close(struct pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		close(p->fd[i]);
+		free(p->buf[i]);
+	}
+	memset(p, 0, sizeof(*p));
+	p->fd[0] = p->fd[1] = -1;
+}
+
+/* Move what can move; false when the pair is done. A side that fails
+ * ends only its direction: the other still delivers what it has (the
+ * host's refusal reaches a client that is still sending). */
+static bool pair_pump(struct pair *p, const short *revents)
+{
+	for (int i = 0; i < 2; i++) {
+		int o = !i;
+
+		if (!p->eof[i] && (revents[i] & (POLLIN | POLLHUP | POLLERR)) &&
+		    p->off[i] + p->len[i] < RELAY_BUF) {
+			ssize_t n = recv(p->fd[i], p->buf[i] + p->off[i] + p->len[i],
+					 RELAY_BUF - p->off[i] - p->len[i], MSG_DONTWAIT);
+
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				p->eof[i] = true;
+			else if (n > 0)
+				p->len[i] += (size_t)n;
+		}
+		if (p->len[i]) {
+			ssize_t n = send(p->fd[o], p->buf[i] + p->off[i], p->len[i],
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* fd[o] takes nothing more: drop this direction. */
+				p->len[i] = 0;
+				p->eof[i] = true;
+				p->shut[o] = true;
+			}
+			if (n > 0) {
+				p->off[i] += (size_t)n;
+				p->len[i] -= (size_t)n;
+			}
+			if (!p->len[i])
+				p->off[i] = 0;
+		}
+		if (p->eof[i] && !p->len[i] && !p->shut[o]) {
+			shutdown(p->fd[o], SHUT_WR);
+			p->shut[o] = true;
+		}
+	}
+	return !(p->shut[0] && p->shut[1]);
+}
+
+static short pair_events(const struct pair *p, int i)
+{
+	short ev = 0;
+
+	if (!p->eof[i] && p->off[i] + p->len[i] < RELAY_BUF)
+		ev |= POLLIN;
+	if (p->len[!i])
+		ev |= POLLOUT;
+	return ev;
+}
+
+static void accept_client(int lfd, struct pair *pairs, const char *unix_path, unsigned port)
+{
+	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), hfd, slot = -1;
+
+	if (cfd < 0)
+		return;
+	for (int i = 0; i < RELAY_MAX && slot < 0; i++)
+		if (pairs[i].fd[0] < 0)
+			slot = i;
+	hfd = slot < 0 ? -1 : dial_host(unix_path, port);
+	if (hfd < 0) {
+		/* The client is blocking until now: the answer fits its buffer. */
+		ssize_t n = send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		(void)n;   /* a client gone already is told nothing */
+		close(cfd);
+		return;
+	}
+	pairs[slot].fd[0] = cfd;
+	pairs[slot].fd[1] = hfd;
+	pairs[slot].buf[0] = malloc(RELAY_BUF);
+	pairs[slot].buf[1] = malloc(RELAY_BUF);
+	if (!pairs[slot].buf[0] || !pairs[slot].buf[1]) {
+		pair_close(&pairs[slot]);
+		return;
+	}
+	fcntl(cfd, F_SETFL, O_NONBLOCK);
+	fcntl(hfd, F_SETFL, O_NONBLOCK);
+}
+
+static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path, unsigned port)
+{
+	static struct pair pairs[RELAY_MAX];
+	struct pollfd pfd[1 + 2 * RELAY_MAX];
+	int slot_of[1 + 2 * RELAY_MAX];
+
+	for (int i = 0; i < RELAY_MAX; i++)
+		pairs[i].fd[0] = pairs[i].fd[1] = -1;
+	for (;;) {
+		int n = 0, free_slots = 0;
+
+		for (int i = 0; i < RELAY_MAX; i++) {
+			if (pairs[i].fd[0] < 0) {
+				free_slots++;
+				continue;
+			}
+			for (int s = 0; s < 2; s++) {
+				short ev = pair_events(&pairs[i], s);
+
+				/* Nothing wanted: not polled at all, or a hang-up poll
+				 * always reports would spin the loop until the other
+				 * side drains. */
+				pfd[n] = (struct pollfd){ .fd = ev ? pairs[i].fd[s] : -1, .events = ev };
+				slot_of[n++] = i;
+			}
+		}
+		/* At the cap, clients wait in the listener's backlog. */
+		pfd[n] = (struct pollfd){ .fd = lfd, .events = free_slots ? POLLIN : 0 };
+		slot_of[n++] = -1;
+		if (poll(pfd, (nfds_t)n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		for (int k = 0; k < n; k += 2) {
+			struct pair *p;
+			short rev[2];
+
+			if (slot_of[k] < 0) {
+				if (pfd[k].revents & POLLIN)
+					accept_client(lfd, pairs, unix_path, port);
+				break;
+			}
+			p = &pairs[slot_of[k]];
+			rev[0] = pfd[k].revents;
+			rev[1] = pfd[k + 1].revents;
+			if ((rev[0] | rev[1]) && !pair_pump(p, rev))
+				pair_close(p);
+		}
+	}
+}
+
+/* lo up: the guest's init leaves it down, and 127.0.0.1 exists only on an
+ * interface that is up. Best effort: already up (host tests) is fine. */
+static void lo_up(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			agent_log("NET: cannot bring lo up: %m");
+	}
+	close(fd);
+}
+
+/* The proxy's listener, 127.0.0.1 only: nothing outside the VM reaches it
+ * (there is no other interface anyway). */
+static int listen_local(unsigned port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 64) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+void net_stop(struct agent *a)
+{
+	if (a->net_pid > 0)
+		kill(a->net_pid, SIGKILL);   /* reaped by procs_reap, as any child */
+	a->net_pid = 0;
+	a->net_port = 0;
+}
+
+int net_request(struct conn *c, const struct proto_frame *f)
+{
+	struct agent *a = c->a;
+	struct proto_reader r;
+	uint32_t listen_port, host_port;
+	pid_t pid;
+	int lfd;
+
+	proto_reader_init(&r, f);
+	if (!proto_get_u32(&r, &listen_port) || !proto_get_u32(&r, &host_port) || !proto_done(&r))
+		return -EPROTO;
+	if (!listen_port || listen_port > 65535 || !host_port)
+		return conn_send_error(c, f->id, EINVAL, "NET: port out of range");
+	net_stop(a);
+	lo_up();
+	lfd = listen_local(listen_port);
+	if (lfd < 0)
+		return conn_send_error(c, f->id, -lfd, "NET: listen on 127.0.0.1:%u: %s",
+				       listen_port, strerror(-lfd));
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(lfd);
+		return conn_send_error(c, f->id, err, "NET: fork: %s", strerror(err));
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_IGN);
+		/* Nothing of the agent's but the listener: not its connections. */
+		if (dup2(lfd, 3) < 0)
+			_exit(1);
+		close_range(4, ~0U, 0);
+		relay_main(3, a->net_unix, host_port);
+	}
+	close(lfd);
+	a->net_pid = pid;
+	a->net_port = listen_port;
+	return conn_send_empty(c, PROTO_OK, f->id);
+}
+
+int net_env(const struct agent *a, char **envp, int n, const struct proto_exec *e)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+					     "https_proxy", "all_proxy", "NO_PROXY", "no_proxy" };
+	static char vals[8][64];
+
+	if (!a->net_port)
+		return n;
+	for (unsigned i = 0; i < 8; i++) {
+		size_t len = strlen(names[i]);
+		bool given = false;
+
+		for (uint32_t j = 0; j < e->envc && !given; j++)
+			given = !strncmp(e->envp[j], names[i], len) && e->envp[j][len] == '=';
+		if (given)
+			continue;
+		if (i < 6)
+			snprintf(vals[i], sizeof(vals[i]), "%s=http://127.0.0.1:%u", names[i],
+				 a->net_port);
+		else
+			snprintf(vals[i], sizeof(vals[i]), "%s=localhost,127.0.0.1,::1", names[i]);
+		envp[n++] = vals[i];
+	}
+	return n;
+}

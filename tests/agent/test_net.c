@@ -1,0 +1,242 @@
+/* test_net.c - mayfly-agent's NET: the proxy on 127.0.0.1 relays each client to the host, every later EXEC gets the proxy environment, QUIESCE stops it. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+#define ARGV(...) ((char *const[]){ __VA_ARGS__, NULL })
+
+static struct client c;
+static int host = -1;          /* the "host" end: a Unix listener at net.sock */
+static unsigned port;
+
+/* A free TCP port on 127.0.0.1 (the kernel's pick, released again). */
+static unsigned free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+static void setup(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	client_start_net(&c);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/net.sock", c.dir);
+	host = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(host, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	cr_assert_eq(listen(host, 16), 0);
+	port = free_port();
+}
+
+static void teardown(void)
+{
+	close(host);
+	client_stop(&c);
+}
+
+TestSuite(net, .init = setup, .fini = teardown, .timeout = 30);
+
+static void net(uint32_t id, uint32_t proxy_port)
+{
+	struct proto_writer *w = client_begin(PROTO_NET, id);
+
+	proto_put_u32(w, proxy_port);
+	proto_put_u32(w, 1080);
+	client_send(&c, w);
+}
+
+static int dial(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+static ssize_t recv_wait(int fd, char *buf, size_t cap)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	cr_assert_eq(poll(&p, 1, 5000), 1, "nothing came in 5 s");
+	return recv(fd, buf, cap, 0);
+}
+
+Test(net, the_proxy_relays_a_client_to_the_host_and_back)
+{
+	static const char req[] = "CONNECT files.test:443 HTTP/1.1\r\n\r\n";
+	static const char ans[] = "HTTP/1.1 403 Forbidden\r\n\r\nmayfly: no\n";
+	char buf[256];
+	int cl, hs;
+
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	cl = dial();
+	cr_assert_geq(cl, 0, "%s", strerror(-cl));
+	cr_assert_eq(send(cl, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	hs = accept(host, NULL, NULL);
+	cr_assert_geq(hs, 0);
+	cr_assert_eq(recv_wait(hs, buf, sizeof(buf)), (ssize_t)sizeof(req) - 1);
+	cr_assert_eq(memcmp(buf, req, sizeof(req) - 1), 0);
+	cr_assert_eq(send(hs, ans, sizeof(ans) - 1, 0), (ssize_t)sizeof(ans) - 1);
+	close(hs);
+	cr_assert_eq(recv_wait(cl, buf, sizeof(buf)), (ssize_t)sizeof(ans) - 1);
+	cr_assert_eq(recv_wait(cl, buf, sizeof(buf)), 0, "the host's close reaches the client");
+	close(cl);
+}
+
+Test(net, every_later_exec_gets_the_proxy_environment)
+{
+	struct run r;
+	char want[256];
+
+	client_run(&c, &r, 0, 10000, NULL, ARGV("/bin/sh", "-c", "echo \"[$HTTP_PROXY]\""), NULL);
+	cr_assert_str_eq(r.out, "[]\n", "no NET: no proxy");
+	run_free(&r);
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	client_run(&c, &r, 0, 10000, NULL,
+		   ARGV("/bin/sh", "-c", "echo $HTTP_PROXY $HTTPS_PROXY $ALL_PROXY $http_proxy "
+			"$https_proxy $all_proxy $NO_PROXY $no_proxy"), NULL);
+	snprintf(want, sizeof(want), "%1$s %1$s %1$s %1$s %1$s %1$s localhost,127.0.0.1,::1 "
+		 "localhost,127.0.0.1,::1\n", "http://127.0.0.1:PORT");
+	{
+		char url[64], *p;
+
+		snprintf(url, sizeof(url), "%u", port);
+		while ((p = strstr(want, "PORT"))) {
+			memmove(p + strlen(url), p + 4, strlen(p + 4) + 1);
+			memcpy(p, url, strlen(url));
+		}
+	}
+	cr_assert_str_eq(r.out, want);
+	run_free(&r);
+	/* A command's own setting wins. */
+	client_run(&c, &r, 0, 10000, NULL, ARGV("/bin/sh", "-c", "echo $HTTPS_PROXY"),
+		   ARGV("HTTPS_PROXY=http://mine:1"));
+	cr_assert_str_eq(r.out, "http://mine:1\n");
+	run_free(&r);
+}
+
+Test(net, a_host_that_takes_no_connection_gets_the_client_a_503)
+{
+	char buf[512];
+	ssize_t n;
+	int cl;
+
+	close(host);   /* nothing at net.sock: the relay cannot reach the host */
+	host = -1;
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	cl = dial();
+	cr_assert_geq(cl, 0);
+	n = recv_wait(cl, buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "503") && strstr(buf, "mayfly:"), "%s", buf);
+	close(cl);
+}
+
+Test(net, quiesce_stops_the_proxy)
+{
+	struct timespec ms5 = { 0, 5000000 };
+	int fd = -1;
+
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	fd = dial();
+	cr_assert_geq(fd, 0);
+	close(fd);
+	client_send(&c, client_begin(PROTO_QUIESCE, 6));
+	client_expect(&c, PROTO_OK, 6);
+	/* The relay is killed: its listener goes with the process. */
+	for (int i = 0; i < 1000 && (fd = dial()) >= 0; i++) {
+		close(fd);
+		nanosleep(&ms5, NULL);
+	}
+	cr_assert_eq(fd, -ECONNREFUSED);
+}
+
+Test(net, bad_requests)
+{
+	struct proto_writer *w;
+
+	net(5, 0);
+	client_expect_error(&c, 5, EINVAL);
+	net(6, 65536);
+	client_expect_error(&c, 6, EINVAL);
+	w = client_begin(PROTO_NET, 7);
+	proto_put_u32(w, port);
+	client_send(&c, w);
+	client_expect_error(&c, 7, EPROTO);
+}
+
+Test(net, the_hosts_refusal_reaches_a_client_still_sending)
+{
+	static char big[1 << 20];
+	static const char ans[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n\r\nmayfly: long\n";
+	char buf[8192], got[512] = "";
+	size_t sent = 0, have = 0;
+	int cl, hs;
+
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	cl = dial();
+	cr_assert_geq(cl, 0);
+	memcpy(big, "CONNECT ", 8);
+	memset(big + 8, 'a', sizeof(big) - 8);
+	hs = accept(host, NULL, NULL);
+	cr_assert_geq(hs, 0);
+	/* The host reads a little, refuses, closes; the client is still sending. */
+	while (sent < sizeof(buf)) {
+		ssize_t n = send(cl, big + sent, sizeof(big) - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			sent += (size_t)n;
+		cr_assert_gt(recv_wait(hs, buf, sizeof(buf)), 0);
+	}
+	cr_assert_eq(send(hs, ans, sizeof(ans) - 1, 0), (ssize_t)sizeof(ans) - 1);
+	close(hs);
+	for (int i = 0; i < 200 && sent < sizeof(big); i++) {
+		ssize_t n = send(cl, big + sent, sizeof(big) - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			sent += (size_t)n;
+		else if (errno != EAGAIN)
+			break;
+		usleep(1000);
+	}
+	for (;;) {
+		struct pollfd p = { .fd = cl, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) != 1)
+			break;
+		n = recv(cl, got + have, sizeof(got) - 1 - have, 0);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	got[have] = '\0';
+	cr_assert_str_eq(got, ans);
+	close(cl);
+}

@@ -1,0 +1,193 @@
+/* test_net_broker.c - the broker over a socket pair: it re-checks rules, refuses loopback unless named, connects to a loopback listener and passes the socket back. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "net/broker.h"
+
+static struct net_policy policy;
+static int sv[2] = { -1, -1 };
+static pthread_t server;
+static int listener = -1;
+static uint16_t port;
+
+static void add(const char *rule)
+{
+	char err[256];
+
+	cr_assert_eq(net_policy_add_rule(&policy, rule, err, sizeof(err)), 0, "%s", err);
+}
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	net_broker_serve(sv[1], &policy);
+	return NULL;
+}
+
+/* A loopback listener on an ephemeral port, and the policy empty. */
+static void setup(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+
+	memset(&policy, 0, sizeof(policy));
+	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(listener, 0);
+	cr_assert_eq(bind(listener, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(listener, 16), 0);
+	cr_assert_eq(getsockname(listener, (struct sockaddr *)&sin, &sl), 0);
+	port = ntohs(sin.sin_port);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+}
+
+static void start(void)
+{
+	cr_assert_eq(pthread_create(&server, NULL, serve, NULL), 0);
+}
+
+static void teardown(void)
+{
+	close(sv[0]);
+	pthread_join(server, NULL);
+	close(sv[1]);
+	close(listener);
+}
+
+/* Ask and wait for the answer. */
+static int ask(const char *host, uint16_t p, struct net_broker_rep *rep)
+{
+	struct pollfd pfd = { .fd = sv[0], .events = POLLIN };
+	int fd = -1;
+
+	cr_assert_eq(net_broker_ask(sv[0], 7, host, p), 0);
+	cr_assert_eq(poll(&pfd, 1, 10000), 1);
+	cr_assert_eq(net_broker_answer(sv[0], rep, &fd), 0);
+	cr_assert_eq(rep->id, 7);
+	return fd;
+}
+
+Test(net_broker, a_name_resolving_to_loopback_is_refused_unless_named, .init = setup,
+     .fini = teardown)
+{
+	struct net_broker_rep rep;
+	char err[256], rule[64];
+	int fd;
+
+	snprintf(rule, sizeof(rule), "svc.test:%u", port);
+	add(rule);
+	cr_assert_eq(net_policy_add_resolve(&policy, "svc.test:127.0.0.1", err, sizeof(err)), 0);
+	start();
+	fd = ask("svc.test", port, &rep);
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(rep.err, -EACCES);
+	cr_assert(strstr(rep.reason, "127.0.0.1") && strstr(rep.reason, "loopback"), "%s",
+		  rep.reason);
+}
+
+Test(net_broker, named_loopback_connects_and_the_socket_comes_back, .init = setup,
+     .fini = teardown)
+{
+	struct net_broker_rep rep;
+	char err[256], rule[64], buf[8];
+	int fd, peer;
+
+	snprintf(rule, sizeof(rule), "svc.test:%u", port);
+	add(rule);
+	add("127.0.0.1");
+	cr_assert_eq(net_policy_add_resolve(&policy, "svc.test:127.0.0.1", err, sizeof(err)), 0);
+	start();
+	fd = ask("svc.test", port, &rep);
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	cr_assert_eq(rep.err, 0);
+	cr_assert_str_eq(rep.rule, rule);
+	peer = accept(listener, NULL, NULL);
+	cr_assert_geq(peer, 0);
+	cr_assert_eq(send(fd, "ping", 4, 0), 4);
+	cr_assert_eq(recv(peer, buf, sizeof(buf), 0), 4);
+	cr_assert_eq(memcmp(buf, "ping", 4), 0);
+	close(peer);
+	close(fd);
+	/* An address literal, allowed by its own rule. */
+	fd = ask("127.0.0.1", port, &rep);
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	close(fd);
+}
+
+Test(net_broker, the_broker_checks_the_rules_itself, .init = setup, .fini = teardown)
+{
+	struct net_broker_rep rep;
+
+	add("127.0.0.1:1");
+	start();
+	/* A compromised VMM asking for anything: the broker says no. */
+	cr_assert_eq(ask("127.0.0.1", port, &rep), -1);
+	cr_assert_eq(rep.err, -EACCES);
+	cr_assert_eq(ask("evil.test", 443, &rep), -1);
+	cr_assert_eq(rep.err, -EACCES);
+	cr_assert_eq(ask("bad name", 443, &rep), -1);
+	cr_assert_eq(rep.err, -EINVAL);
+	cr_assert_eq(ask("127.0.0.1", 0, &rep), -1);
+	cr_assert_eq(rep.err, -EINVAL);
+}
+
+Test(net_broker, a_malformed_request_is_answered_not_trusted, .init = setup, .fini = teardown)
+{
+	struct net_broker_rep rep;
+	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	char junk[7] = "abcdef";
+	int fd;
+
+	add("127.0.0.1");
+	start();
+	pfd.fd = sv[0];
+	cr_assert_eq(send(sv[0], junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+	cr_assert_eq(poll(&pfd, 1, 10000), 1);
+	cr_assert_eq(net_broker_answer(sv[0], &rep, &fd), 0);
+	cr_assert_eq(rep.err, -EINVAL);
+	cr_assert_eq(fd, -1);
+}
+
+Test(net_broker, a_closed_port_is_an_error_not_a_hang, .init = setup, .fini = teardown)
+{
+	struct net_broker_rep rep;
+
+	add("127.0.0.1");
+	close(listener);   /* nothing listens on `port` now */
+	listener = -1;
+	start();
+	cr_assert_eq(ask("127.0.0.1", port, &rep), -1);
+	cr_assert_eq(rep.err, -ECONNREFUSED, "%s", rep.reason);
+}
+
+Test(net_broker, the_process_starts_serves_and_is_reaped, .init = setup, .fini = teardown)
+{
+	struct net_broker b;
+	struct net_broker_rep rep;
+	struct pollfd pfd;
+	int fd = -1;
+
+	add("127.0.0.1");
+	start();
+	cr_assert_eq(net_broker_start(&b, &policy, 65534, 65534), 0);
+	cr_assert_gt(b.pid, 0);
+	cr_assert_eq(net_broker_ask(b.fd, 9, "127.0.0.1", port), 0);
+	pfd = (struct pollfd){ .fd = b.fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 10000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0);
+	cr_assert_eq(rep.id, 9);
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	close(fd);
+	net_broker_stop(&b);
+	cr_assert_eq(b.fd, -1);
+	/* Reaped: no child of ours is left. */
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	cr_assert_eq(errno, ECHILD);
+}
