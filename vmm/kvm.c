@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -76,6 +77,24 @@ err_sys_fd:
 	return rc;
 }
 
+/* Guest RAM as one memory slot per region, with `flags`. -1 with errno. */
+static int set_memory_slots(struct kvm *kvm, const struct guest_mem *mem, uint32_t flags)
+{
+	for (int i = 0; i < mem->nr_regions; i++) {
+		struct kvm_userspace_memory_region region = {
+			.slot = (uint32_t)i,
+			.flags = flags,
+			.guest_phys_addr = mem->regions[i].gpa,
+			.memory_size = mem->regions[i].size,
+			.userspace_addr = (uint64_t)(uintptr_t)mem->regions[i].hva,
+		};
+
+		if (ioctl(kvm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
@@ -104,18 +123,9 @@ int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why
 		*why = "KVM_CREATE_PIT2";
 		goto err_vm_fd;
 	}
-	for (int i = 0; i < mem->nr_regions; i++) {
-		struct kvm_userspace_memory_region region = {
-			.slot = (uint32_t)i,
-			.guest_phys_addr = mem->regions[i].gpa,
-			.memory_size = mem->regions[i].size,
-			.userspace_addr = (uint64_t)(uintptr_t)mem->regions[i].hva,
-		};
-
-		if (ioctl(kvm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
-			*why = "KVM_SET_USER_MEMORY_REGION";
-			goto err_vm_fd;
-		}
+	if (set_memory_slots(kvm, mem, 0) < 0) {
+		*why = "KVM_SET_USER_MEMORY_REGION";
+		goto err_vm_fd;
 	}
 	return 0;
 
@@ -124,6 +134,38 @@ err_vm_fd:
 	close(kvm->vm_fd);
 	kvm->vm_fd = -1;
 	return rc;
+}
+
+int kvm_dirty_log_start(struct kvm *kvm, const struct guest_mem *mem)
+{
+	return set_memory_slots(kvm, mem, KVM_MEM_LOG_DIRTY_PAGES) < 0 ? -errno : 0;
+}
+
+int kvm_dirty_log_get(struct kvm *kvm, const struct guest_mem *mem, uint8_t *bitmap)
+{
+	uint64_t base = 0;
+
+	for (int i = 0; i < mem->nr_regions; i++) {
+		uint64_t pages = mem->regions[i].size / LAYOUT_PAGE_SIZE;
+		/* KVM writes whole 64-bit words. */
+		uint64_t *slot = calloc((size_t)((pages + 63) / 64), sizeof(uint64_t));
+		struct kvm_dirty_log log = { .slot = (uint32_t)i, .dirty_bitmap = slot };
+
+		if (!slot)
+			return -ENOMEM;
+		if (ioctl(kvm->vm_fd, KVM_GET_DIRTY_LOG, &log) < 0) {
+			int rc = -errno;
+
+			free(slot);
+			return rc;
+		}
+		for (uint64_t p = 0; p < pages; p++)
+			if (slot[p / 64] & (1ULL << (p % 64)))
+				bitmap[(base + p) / 8] |= (uint8_t)(1u << ((base + p) % 8));
+		free(slot);
+		base += pages;
+	}
+	return 0;
 }
 
 int kvm_irq_line(struct kvm *kvm, unsigned irq, int level)

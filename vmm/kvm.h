@@ -35,6 +35,17 @@ int kvm_add_ioeventfd(struct kvm *kvm, uint64_t addr, uint32_t len, uint64_t dat
 /* Have KVM raise interrupt line `gsi` (as an edge) each time `fd` is written. */
 int kvm_add_irqfd(struct kvm *kvm, unsigned gsi, int fd) __attribute__((warn_unused_result));
 
+/* Have KVM log the guest's writes to RAM (KVM_MEM_LOG_DIRTY_PAGES on
+ * every slot of mem, as kvm_create_vm made them). 0 or -errno. */
+int kvm_dirty_log_start(struct kvm *kvm, const struct guest_mem *mem)
+	__attribute__((warn_unused_result));
+
+/* The pages the guest wrote since kvm_dirty_log_start: bit i of
+ * bitmap[i / 8] for page i of mem's mapping (its regions one after the
+ * other), mem->total / 4096 bits; the caller zeroes it. 0 or -errno. */
+int kvm_dirty_log_get(struct kvm *kvm, const struct guest_mem *mem, uint8_t *bitmap)
+	__attribute__((warn_unused_result));
+
 void kvm_close(struct kvm *kvm);
 
 #endif

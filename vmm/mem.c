@@ -270,6 +270,18 @@ int mem_save(const struct guest_mem *mem, const char *path, struct mem_save_stat
 	return atomic_file_fill(path, mem_fill, &m, why);
 }
 
+int mem_populate_write(struct guest_mem *mem, uint64_t first_page, uint64_t pages)
+{
+	uint64_t total = mem->total / LAYOUT_PAGE_SIZE;
+
+	if (!mem->base || first_page > total || pages > total - first_page)
+		return -EINVAL;
+	if (madvise(mem->base + first_page * LAYOUT_PAGE_SIZE, pages * LAYOUT_PAGE_SIZE,
+		    MADV_POPULATE_WRITE) < 0)
+		return -errno;
+	return 0;
+}
+
 int mem_restore(struct guest_mem *mem, uint64_t bytes, const char *path, const char **why)
 {
 	struct stat st;

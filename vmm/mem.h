@@ -82,4 +82,11 @@ int mem_save_fd(const struct guest_mem *mem, int fd, struct mem_save_stats *stat
 int mem_restore(struct guest_mem *mem, uint64_t bytes, const char *path, const char **why)
 	__attribute__((warn_unused_result));
 
+/* Populate `pages` pages of the mapping from page `first_page` writable
+ * (MADV_POPULATE_WRITE: a private copy of each, now rather than at the
+ * guest's first write). 0; -EINVAL for a range outside guest RAM; the
+ * kernel's -errno (-EINVAL before Linux 5.14). */
+int mem_populate_write(struct guest_mem *mem, uint64_t first_page, uint64_t pages)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -10,6 +10,7 @@
 #include "cmdline.h"
 #include "vm_devices.h"
 #include "vm_snapshot.h"
+#include "snapshot/workingset.h"
 
 _Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
 _Static_assert(CONFIG_CMDLINE_MAX == LAYOUT_CMDLINE_MAX, "one command-line limit");
@@ -427,9 +428,20 @@ static int vm_map_memory(struct vm *vm)
 	rc = snapshot_path(vm->snap->dir, SNAPSHOT_MEMORY, path, sizeof(path));
 	if (!rc)
 		rc = mem_restore(&vm->mem, vm->cfg->mem_mib << 20, path, &why);
-	if (rc)
+	if (rc) {
 		log_error("snapshot memory '%s': %s", path, why);
-	return rc ? EXIT_BAD_IMAGE : 0;
+		return EXIT_BAD_IMAGE;
+	}
+	/* Only a speed-up: a kernel without MADV_POPULATE_WRITE runs the
+	 * guest all the same, faulting each page in as it goes. */
+	for (size_t i = 0; i < vm->snap->nr_ws; i++) {
+		rc = mem_populate_write(&vm->mem, vm->snap->ws[i].first, vm->snap->ws[i].count);
+		if (rc) {
+			log_debug("working set not populated: %s", strerror(-rc));
+			break;
+		}
+	}
+	return 0;
 }
 
 static void vm_log_phase(const struct vm *vm, const char *phase)

@@ -83,6 +83,7 @@ struct vm {
 	_Atomic bool pausing;
 	unsigned parked;                 /* under pause_lock */
 	bool released;                   /* under pause_lock: vCPUs may enter KVM_RUN */
+	bool logging_writes;             /* vm_workingset_begin: KVM logs RAM writes */
 
 	/* The first component to end the VM records why; the rest see it set. */
 	_Atomic int exit_code;           /* -1 while running */

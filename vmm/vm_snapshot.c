@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "log.h"
 #include "snapshot/codec.h"
+#include "snapshot/workingset.h"
 #include "vm_devices.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
@@ -168,6 +169,11 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 	for (unsigned i = 0; !rc && i < s->cfg.cpus; i++)
 		if (!snap_find(s->file, SNAP_SEC_VCPU(i)))
 			rc = snap_why(why, -EBADMSG, "snapshot state has no section for vcpu %u", i);
+	if (!rc && snap_find(s->file, SNAP_SEC_WORKINGSET))
+		rc = workingset_decode(snap_find(s->file, SNAP_SEC_WORKINGSET)->data,
+				       snap_find(s->file, SNAP_SEC_WORKINGSET)->len,
+				       (s->cfg.mem_mib << 20) / WORKINGSET_PAGE_SIZE, &s->ws, &s->nr_ws,
+				       why);
 	if (!rc && s->files.has_rootfs != (s->cfg.rootfs[0] != 0))
 		rc = snap_why(why, -EBADMSG, "snapshot files section does not match its config");
 	if (!rc)
@@ -186,6 +192,9 @@ void snapshot_free(struct snapshot *s)
 	free(s->state);
 	free(s->file);
 	free(s->cpuid);
+	free(s->ws);
+	s->ws = NULL;
+	s->nr_ws = 0;
 	s->state = NULL;
 	s->file = NULL;
 	s->cpuid = NULL;
@@ -245,6 +254,40 @@ static int save_cpu_state(struct vm *vm, struct snap_writer *w, const char **why
 	return rc;
 }
 
+int vm_workingset_begin(struct vm *vm)
+{
+	int rc = kvm_dirty_log_start(&vm->kvm, &vm->mem);
+
+	vm->logging_writes = !rc;
+	return rc;
+}
+
+/* The pages written since vm_workingset_begin (vCPUs parked), as the
+ * optional working set section. */
+static int save_workingset(struct vm *vm, struct snap_writer *w, struct snapshot_stats *stats,
+			   const char **why)
+{
+	uint64_t pages = vm->mem.total / WORKINGSET_PAGE_SIZE;
+	uint8_t *bitmap;
+	struct snap_out o;
+	int rc;
+
+	if (!vm->logging_writes)
+		return 0;
+	bitmap = calloc((size_t)(pages + 7) / 8, 1);
+	if (!bitmap)
+		return snap_why(why, -ENOMEM, "out of memory");
+	rc = kvm_dirty_log_get(&vm->kvm, &vm->mem, bitmap);
+	if (rc) {
+		free(bitmap);
+		return snap_why(why, rc, "KVM_GET_DIRTY_LOG: %s", strerror(-rc));
+	}
+	snap_out_init(&o);
+	workingset_encode(bitmap, pages, &o, &stats->workingset_pages);
+	free(bitmap);
+	return add_section(w, SNAP_SEC_WORKINGSET, &o, why);
+}
+
 int vm_snapshot_capture(struct vm *vm, const struct snapshot_fds *fds, struct snap_writer *w,
 			struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
 {
@@ -254,6 +297,8 @@ int vm_snapshot_capture(struct vm *vm, const struct snapshot_fds *fds, struct sn
 	memset(stats, 0, sizeof(*stats));
 	f->has_overlay = false;
 	rc = save_cpu_state(vm, w, why);
+	if (!rc)
+		rc = save_workingset(vm, w, stats, why);
 	if (!rc)
 		rc = mem_save_fd(&vm->mem, fds->memory, &ms, why);
 	if (rc)

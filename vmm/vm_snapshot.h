@@ -12,6 +12,7 @@
 
 struct vm;
 struct kvm_cpuid2;
+struct ws_range;
 
 /* The files of a snapshot directory. */
 #define SNAPSHOT_STATE       "state"
@@ -41,6 +42,8 @@ struct snapshot {
 	struct vm_config cfg;       /* as saved: the VM to rebuild */
 	struct kvm_cpuid2 *cpuid;   /* the table the guest was given */
 	struct snapshot_files files;
+	struct ws_range *ws;        /* the working set's runs (NULL: none saved) */
+	size_t nr_ws;
 };
 
 /* Read and check DIR/state: every section's crc, the format version, the
@@ -62,7 +65,16 @@ struct snapshot_stats {
 	uint64_t overlay_bytes;     /* data in the overlay files */
 	size_t state_bytes;
 	uint64_t pause_us;          /* vCPUs parked to state written */
+	uint64_t workingset_pages;  /* pages in the working set section (0: none) */
 };
+
+/* From now until the save, the pages the guest writes are its working
+ * set: vm_snapshot_save records them, and a restore populates them
+ * (copied, writable) before the guest runs, so the guest's first touch of
+ * each costs one nested page fault, not a read fault and then a
+ * copy-on-write one. Call it before a command representative of what
+ * restored VMs run. 0 or -errno (the snapshot is then saved without). */
+int vm_workingset_begin(struct vm *vm) __attribute__((warn_unused_result));
 
 /* What a snapshot records of the files the VM was built from, taken
  * before it runs (and before the jail, which cannot reach them). */

@@ -3,14 +3,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "dir_files.h"
 #include "jail/cgroup.h"
@@ -149,6 +154,94 @@ Test(jail, cgroup_path_too_long_is_refused)
 	name[sizeof(name) - 1] = '\0';
 	cr_assert_eq(cgroup_create(&cg, root, name, &l, &why), -ENAMETOOLONG);
 	cr_assert_str_eq(cg.path, "");
+}
+
+/* ---- cgroup_fork: a child born in its cgroup, with libc's records right ---- */
+
+static void *thread_noop(void *arg)
+{
+	return arg;
+}
+
+/* In the child: libc's record of the thread id is the child's own (what
+ * glibc's fork guarantees), threads start and join, and the process is in
+ * the cgroup `want` names (NULL: not checked). The number of the first
+ * failed check, 0 if none. */
+static int check_fork_child(const char *want)
+{
+	char line[CGROUP_PATH_MAX + 8] = "";
+	static int token;
+	pthread_t t;
+	void *ret = NULL;
+	int *tid = NULL;
+	FILE *f;
+
+	if (prctl(PR_GET_TID_ADDRESS, &tid) < 0 || !tid || *tid != (int)syscall(SYS_gettid))
+		return 1;
+	if (pthread_create(&t, NULL, thread_noop, &token) || pthread_join(t, &ret) || ret != &token)
+		return 2;
+	if (!want)
+		return 0;
+	f = fopen("/proc/self/cgroup", "r");
+	if (!f || !fgets(line, sizeof(line), f))
+		return 3;
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	return strncmp(line, "0::", 3) || strcmp(line + 3, want) ? 4 : 0;
+}
+
+static int fork_and_check(const struct cgroup *cg, const char *want, bool *joined)
+{
+	int status;
+	pid_t pid = cgroup_fork(cg, joined);
+
+	cr_assert_geq(pid, 0, "cgroup_fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(check_fork_child(want));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "the child died of signal %d", WTERMSIG(status));
+	return WEXITSTATUS(status);
+}
+
+Test(jail, cgroup_fork_without_a_cgroup_is_a_plain_fork)
+{
+	struct cgroup cg = { .path = "" };
+	bool joined = true;
+
+	cr_assert_eq(fork_and_check(&cg, NULL, &joined), 0);
+	cr_assert_not(joined);
+}
+
+Test(jail, cgroup_fork_into_a_directory_not_a_cgroup_falls_back_to_fork)
+{
+	struct cgroup cg;
+	bool joined = true;
+
+	cr_assert_lt(strlen(root), sizeof(cg.path));
+	memcpy(cg.path, root, strlen(root) + 1);
+	cr_assert_eq(fork_and_check(&cg, NULL, &joined), 0);
+	cr_assert_not(joined, "a plain directory cannot hold the child: cgroup_join's job");
+}
+
+/* Where /sys/fs/cgroup is a writable cgroup v2 (the harness, a real host). */
+Test(jail, cgroup_fork_puts_the_child_in_the_cgroup_from_its_start)
+{
+	struct cgroup_limits l = { .memory_max = 512ULL << 20, .pids_max = 32,
+				   .cpu_quota_us = 100000 };
+	struct cgroup cg;
+	struct statfs fs;
+	const char *why = "";
+	char name[64];
+	bool joined = false;
+
+	if (statfs(CGROUP_ROOT, &fs) < 0 || fs.f_type != CGROUP2_SUPER_MAGIC ||
+	    access(CGROUP_ROOT, W_OK) < 0)
+		cr_skip_test("no writable cgroup v2 at " CGROUP_ROOT);
+	snprintf(name, sizeof(name), "test-fork-%d", (int)getpid());
+	cr_assert_eq(cgroup_create(&cg, CGROUP_ROOT, name, &l, &why), 0, "%s", why);
+	cr_expect_eq(fork_and_check(&cg, cg.path + strlen(CGROUP_ROOT), &joined), 0);
+	cr_expect(joined, "CLONE_INTO_CGROUP (Linux 5.7) was not used");
+	cr_assert_eq(cgroup_remove(&cg, 2000), 0);
 }
 
 /* ---- the process's own limits, each in a forked child ---- */

@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/sched.h>
 
 static const char *const controllers[] = { "memory", "pids", "cpu" };
 #define NR_CONTROLLERS (sizeof(controllers) / sizeof(controllers[0]))
@@ -141,6 +145,47 @@ int cgroup_create(struct cgroup *cg, const char *root, const char *name,
 err_path:
 	cg->path[0] = '\0';
 	return rc;
+}
+
+pid_t cgroup_fork(const struct cgroup *cg, bool *joined)
+{
+	struct clone_args args = { .exit_signal = SIGCHLD };
+	void *robust_head = NULL;
+	size_t robust_len = 0;
+	int *tid = NULL, fd;
+	long pid;
+
+	*joined = false;
+	if (!cg->path[0])
+		return fork();
+	fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* What glibc's own fork() does for the child, done by hand: the
+	 * kernel writes the child's tid where libc keeps it (and clears it
+	 * at exit), and the child registers the same robust-futex list. */
+	if (fd < 0 || prctl(PR_GET_TID_ADDRESS, &tid) < 0 || !tid ||
+	    syscall(SYS_get_robust_list, 0, &robust_head, &robust_len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return fork();
+	}
+	args.flags = CLONE_INTO_CGROUP | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+	args.child_tid = (uintptr_t)tid;
+	args.cgroup = (uint64_t)fd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0) {
+		syscall(SYS_set_robust_list, robust_head, robust_len);
+		close(fd);
+		*joined = true;
+		return 0;
+	}
+	close(fd);
+	if (pid > 0) {
+		*joined = true;
+		return (pid_t)pid;
+	}
+	/* No clone3, no CLONE_INTO_CGROUP, or cg not a cgroup v2 directory:
+	 * the child joins by itself (and says so if that fails). */
+	return fork();
 }
 
 int cgroup_join(const struct cgroup *cg)

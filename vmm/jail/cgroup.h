@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CGROUP_ROOT             "/sys/fs/cgroup"
 #define CGROUP_PARENT           "mayfly"   /* every VM's cgroup is under ROOT/mayfly */
@@ -41,6 +42,15 @@ struct cgroup {
 int cgroup_create(struct cgroup *cg, const char *root, const char *name,
 		  const struct cgroup_limits *lim, const char **why)
 	__attribute__((warn_unused_result));
+
+/* fork(), the child born in cg: clone3(CLONE_INTO_CGROUP), which skips
+ * what moving a running process costs (cgroup_join waits for an RCU
+ * grace period: ~12 ms in the nested harness). *joined says whether the
+ * child is in cg already; false (a plain fork: no cg, or a kernel before
+ * 5.7) leaves cgroup_join to the child. The caller must be
+ * single-threaded, as for any fork of a process that goes on running C
+ * code. fork's return value (-1 with errno on failure). */
+pid_t cgroup_fork(const struct cgroup *cg, bool *joined) __attribute__((warn_unused_result));
 
 /* Move the calling process into cg (before it unshares its cgroup
  * namespace). 0 or -errno. */

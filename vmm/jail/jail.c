@@ -218,7 +218,7 @@ static int supervise(pid_t child, pid_t parent, const sigset_t *set)
 /* In the forked VM process, before anything else. alive: the read end
  * of a pipe only the supervisor writes to (its pid is not in our PID
  * namespace: getppid() says 0), hung up once it is gone. */
-static int become_vm(struct jail *j, int alive, const sigset_t *set)
+static int become_vm(struct jail *j, int alive, const sigset_t *set, bool in_cgroup)
 {
 	struct pollfd p = { .fd = alive, .events = POLLIN };
 	sigset_t vm_set = *set;
@@ -236,7 +236,7 @@ static int become_vm(struct jail *j, int alive, const sigset_t *set)
 	 * blocked (queued) until vm_run reads them from its signalfd. */
 	sigdelset(&vm_set, SIGCHLD);
 	sigprocmask(SIG_SETMASK, &vm_set, NULL);
-	rc = cgroup_join(&j->cgroup);
+	rc = in_cgroup ? 0 : cgroup_join(&j->cgroup);
 	if (rc) {
 		log_say("jail: cannot join the VM's cgroup: %s", strerror(-rc));
 		return rc;
@@ -259,7 +259,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	pid_t parent = getppid(), child;
 	const char *what = "";
 	struct stat st;
-	bool socket_was_there;
+	bool socket_was_there, in_cgroup;
 	sigset_t set;
 	int rc, pidns, alive[2];
 
@@ -332,7 +332,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 		goto err_pidns;
 	}
 	fflush(NULL);   /* nothing buffered is written twice */
-	child = fork();
+	child = cgroup_fork(&j->cgroup, &in_cgroup);
 	if (child < 0) {
 		log_say("jail: cannot fork the VM process: %s", strerror(errno));
 		close(alive[0]);
@@ -348,7 +348,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	if (child == 0) {
 		if (pidns >= 0)
 			close(pidns);
-		if (become_vm(j, alive[0], &set))
+		if (become_vm(j, alive[0], &set, in_cgroup))
 			_exit(fail_code);
 		return JAIL_VM;
 	}

@@ -179,6 +179,8 @@ static const struct seccomp_rule snapshot[] = {
 	IOCTL(KVM_GET_VCPU_EVENTS, "vCPU state"),
 	IOCTL(KVM_GET_MSRS, "vCPU state"),
 	IOCTL(KVM_GET_TSC_KHZ, "vCPU state: the TSC frequency a restore must match"),
+	IOCTL(KVM_SET_USER_MEMORY_REGION, "the working set: KVM_MEM_LOG_DIRTY_PAGES on guest RAM"),
+	IOCTL(KVM_GET_DIRTY_LOG, "the working set: the pages the guest wrote"),
 };
 
 /* What the ASan/UBSan/LSan runtime itself calls: reports, the shadow

@@ -37,6 +37,9 @@ const char *snap_section_name(uint32_t type, char *buf, size_t size)
 	case SNAP_SEC_BOOT_TIMER:
 		snprintf(buf, size, "boot timer");
 		break;
+	case SNAP_SEC_WORKINGSET:
+		snprintf(buf, size, "working set");
+		break;
 	default:
 		if (type >= SNAP_SEC_VCPU_BASE && type - SNAP_SEC_VCPU_BASE < SNAP_SEC_VCPU_MAX)
 			snprintf(buf, size, "vcpu %" PRIu32, type - SNAP_SEC_VCPU_BASE);

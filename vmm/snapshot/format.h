@@ -36,6 +36,7 @@ enum snap_section_type {
 	SNAP_SEC_SERIAL = 0x10,    /* serial_save(): the 16550A at COM1 */
 	SNAP_SEC_I8042 = 0x11,     /* i8042_save(): empty */
 	SNAP_SEC_BOOT_TIMER = 0x12,   /* boot_timer_save() */
+	SNAP_SEC_WORKINGSET = 0x13,   /* optional: workingset_encode(), pages to populate */
 	SNAP_SEC_VIRTIO_BASE = 0x20,  /* + virtio-mmio slot: virtio_mmio_save() */
 	SNAP_SEC_OVERLAY_BASE = 0x40, /* + slot of a copy-on-write virtio-blk: disk_cow_save() */
 	SNAP_SEC_VCPU_BASE = 0x1000,  /* + vCPU index: vcpu_state_encode() */
