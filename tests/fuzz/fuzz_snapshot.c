@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "snapshot/format.h"
+#include "snapshot/workingset.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
 #include "x86/vm_state.h"
@@ -12,12 +13,14 @@
 /*
  * Input layout (tests/fuzz/make-snapshot-seeds writes the same):
  *
- *   byte 0     what the rest is, modulo 4:
+ *   byte 0     what the rest is, modulo 8 (4-7: as 4):
  *              0  a whole state file: snap_parse, then each cpuid, vm and
  *                 vcpu section through its decoder
  *              1  a cpuid section payload (cpuid_decode)
  *              2  a vm section payload (vm_state_decode)
  *              3  a vcpu section payload (vcpu_state_decode)
+ *              4  a working set section payload (workingset_decode, for
+ *                 a memory file of WS_PAGES pages)
  *   the rest   the bytes
  *
  * The payload modes exist because a random mutation of a whole file almost
@@ -85,6 +88,29 @@ static void decode_vcpu(const uint8_t *p, size_t len)
 	}
 }
 
+/* A 256 MiB guest's memory file: runs past it must be refused. */
+#define WS_PAGES 65536u
+
+static void decode_workingset(const uint8_t *p, size_t len)
+{
+	struct ws_range *r = NULL;
+	const char *why = NULL;
+	size_t n = 0;
+	int rc = workingset_decode(p, len, WS_PAGES, &r, &n, &why);
+
+	report("workingset", rc, why);
+	if (rc)
+		return;
+	/* What a restore populates: non-empty runs, ascending, apart, inside. */
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].count || r[i].first >= WS_PAGES || r[i].count > WS_PAGES - r[i].first)
+			abort();
+		if (i && r[i].first <= r[i - 1].first + r[i - 1].count)
+			abort();
+	}
+	free(r);
+}
+
 static void parse_file(const uint8_t *p, size_t len)
 {
 	static struct snap_file f;
@@ -106,6 +132,8 @@ static void parse_file(const uint8_t *p, size_t len)
 			decode_vm(s->data, s->len);
 		else if (s->type >= SNAP_SEC_VCPU_BASE && s->type < SNAP_SEC_VCPU(SNAP_SEC_VCPU_MAX))
 			decode_vcpu(s->data, s->len);
+		else if (s->type == SNAP_SEC_WORKINGSET)
+			decode_workingset(s->data, s->len);
 	}
 }
 
@@ -121,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!copy)
 		return 0;
 	memcpy(copy, data + 1, len);
-	switch (data[0] & 3) {
+	switch (data[0] & 7) {
 	case 0:
 		parse_file(copy, len);
 		break;
@@ -131,8 +159,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2:
 		decode_vm(copy, len);
 		break;
-	default:
+	case 3:
 		decode_vcpu(copy, len);
+		break;
+	default:
+		decode_workingset(copy, len);
 		break;
 	}
 	free(copy);
