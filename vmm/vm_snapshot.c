@@ -377,17 +377,20 @@ static int take_over(const char *path, uid_t uid, gid_t gid, const char **why)
 	return 0;
 }
 
-/* The files a jailed VMM wrote become the caller's. */
+/* What a jailed VMM wrote becomes the caller's: the directory (0700: no
+ * other user reaches what is in it) and state. Not memory and disk-vda:
+ * state records their stat identity, change time included, and a chown
+ * moves the change time, so every restore would then hash them whole. */
 static int give_back(const char *tmp, const char **why)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	int rc = 0;
+	int rc = snapshot_path(tmp, SNAPSHOT_STATE, path, sizeof(path));
 
-	for (unsigned i = 0; !rc && snapshot_file(tmp, i, path, sizeof(path)); i++)
-		if (path[0])
-			rc = take_over(path, uid, gid, why);
+	if (rc)
+		return snap_why(why, rc, "'%s': path too long", tmp);
+	rc = take_over(path, uid, gid, why);
 	return rc ? rc : take_over(tmp, uid, gid, why);
 }
 
