@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 {
 	const char *token = NULL, *ctype = NULL, *out = "/dev/null", *hdrs = NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char *body = NULL, head[4096], buf[65536];
+	char *body = NULL, *slurped = NULL, head[4096], buf[65536];
 	size_t blen = 0, hl, got = 0;
 	int opt, fd, ofd, status = 0;
 	bool has_body = false, in_body = false, timed = false;
@@ -78,7 +78,8 @@ int main(int argc, char **argv)
 		case 'c': ctype = optarg; break;
 		case 'd': body = optarg; blen = strlen(optarg); has_body = true; break;
 		case 'f':
-			body = slurp(optarg, &blen);
+			free(slurped);
+			body = slurped = slurp(optarg, &blen);
 			if (!body) {
 				perror(optarg);
 				return 2;
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
 	if (hf)
 		fclose(hf);
 	close(fd);
+	free(slurped);   /* LeakSanitizer's exit status would hide ours */
 	if (!status) {
 		fprintf(stderr, "serve-client: no reply\n");
 		return 1;

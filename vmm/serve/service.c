@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,40 @@ static void new_id(char *id)
 	}
 	for (int i = 0; i < 8; i++)
 		sprintf(id + 2 * i, "%02x", r[i]);
+}
+
+/* pid is a live process (not gone, not a zombie nobody reaped yet). */
+static bool vm_alive(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* The VM process makes its socket once restored: on a loaded host that
+ * may take longer than a client's short wait for a missing socket (a
+ * copied snapshot is hashed first). Wait for it while the process lives,
+ * until the boot deadline or the drain; the connect then says why. */
+static void wait_vm_socket(const struct service *svc, const struct sandbox *sb,
+			   uint64_t deadline_ns)
+{
+	struct pollfd stop = { .fd = svc->stop_fd, .events = POLLIN };
+
+	while (access(sb->vsock, F_OK) < 0 && vm_alive(sb->pid) && clock_now_ns() < deadline_ns)
+		if (poll(&stop, 1, 20) != 0)
+			return;
 }
 
 /* The last line of the VM process's log: why it did not start. */
@@ -132,7 +167,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	char cpus[16], mem[24], quota[24];
 	struct agent_client *c = calloc(1, sizeof(*c));
 	const char *why = "";
-	uint64_t t0 = clock_now_ns();
+	uint64_t t0 = clock_now_ns(), deadline;
 	int argc = 0, rc, status;
 	bool fresh;
 
@@ -191,9 +226,10 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		snprintf(err, errlen, "cannot write the sandbox's record: %s", strerror(-rc));
 		goto out_stop;
 	}
-	rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT,
-				  clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS_PER_S, svc->stop_fd,
-				  &why);
+	deadline = clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS_PER_S;
+	wait_vm_socket(svc, sb, deadline);
+	rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT, deadline,
+				  svc->stop_fd, &why);
 	agent_client_close(c);
 	if (rc) {
 		char tail[300];
