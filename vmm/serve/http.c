@@ -40,7 +40,9 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, unsigned statu
 	return r;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *j)
+/* j (taken) as a response body: one line, newline-terminated, like every
+ * JSON body here. NULL if it cannot be made. */
+static struct MHD_Response *json_response(json_t *j)
 {
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	struct MHD_Response *resp;
@@ -48,17 +50,22 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, j
 
 	json_decref(j);
 	if (!text)
-		return MHD_NO;
+		return NULL;
 	len = strlen(text);
-	/* One line, newline-terminated, like every JSON body here. */
-	text = realloc(text, len + 2) ?: text;
+	text = realloc(text, len + 2) ?: text;   /* failed: the NUL's byte takes the newline */
 	text[len] = '\n';
 	resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
-	if (resp)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	else
+	if (!resp) {
 		free(text);
-	return send_response(conn, status, resp);
+		return NULL;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	return resp;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *j)
+{
+	return send_response(conn, status, json_response(j));
 }
 
 static enum metrics_failure cause_of(unsigned status, const char *code)
@@ -98,23 +105,12 @@ static enum MHD_Result send_error_allow(struct http_server *h, struct MHD_Connec
 					const char *allow)
 {
 	json_t *j = json_pack("{s:s, s:s}", "error", msg, "code", code ? code : default_code(status));
-	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	struct MHD_Response *resp;
-	size_t len;
 
 	metrics_fail(&h->svc->metrics, cause_of(status, code));
-	json_decref(j);
-	if (!text)
+	resp = json_response(j);
+	if (!resp)
 		return MHD_NO;
-	len = strlen(text);
-	text = realloc(text, len + 2) ?: text;
-	text[len] = '\n';
-	resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (allow)
