@@ -1,5 +1,6 @@
 /* mcp_tools.c - the MCP tools: arguments checked, the call through the gate, the guest agent's answer as a CallToolResult. */
 #include "agent/mcp_tools.h"
+#include "errmsg.h"
 #include "agent/events.h"
 #include "agent/transfer.h"
 #include "base64.h"
@@ -7,7 +8,6 @@
 #include "image_id.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,17 +62,6 @@ json_t *mcp_tools_list(void)
 	return json_loads(tools_json, 0, NULL);
 }
 
-/* -EINVAL with msg: the call itself is wrong. */
-static int bad(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *msg, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* A result: one text block (and structured content when not NULL, taken). */
 static json_t *result(bool is_error, const char *text, json_t *structured)
@@ -184,11 +173,11 @@ static int parse_command(json_t *cmd, const char **argv, int *argc, char *msg, s
 		return 0;
 	}
 	if (!json_is_array(cmd) || !json_array_size(cmd) || json_array_size(cmd) > MAX_ARGS)
-		return bad(msg, len, "invalid params: %s must be a string or an array of 1-1024 "
+		return errmsg_invalid(msg, len, "invalid params: %s must be a string or an array of 1-1024 "
 			   "strings", "command");
 	json_array_foreach(cmd, i, v) {
 		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return bad(msg, len, "invalid params: %s must hold strings without NUL",
+			return errmsg_invalid(msg, len, "invalid params: %s must hold strings without NUL",
 				   "command");
 		argv[i] = json_string_value(v);
 	}
@@ -206,15 +195,15 @@ static int parse_env(json_t *env, char **out, int *n, char *msg, size_t len)
 	if (!env)
 		return 0;
 	if (!json_is_object(env) || json_object_size(env) > MAX_ENV)
-		return bad(msg, len, "invalid params: %s must be an object of at most 256 strings",
+		return errmsg_invalid(msg, len, "invalid params: %s must be an object of at most 256 strings",
 			   "env");
 	json_object_foreach(env, k, v) {
 		if (!json_is_string(v) || !*k || strchr(k, '=') ||
 		    strlen(json_string_value(v)) != json_string_length(v))
-			return bad(msg, len, "invalid params: %s: keys without '=', string values",
+			return errmsg_invalid(msg, len, "invalid params: %s: keys without '=', string values",
 				   "env");
 		if (asprintf(&out[*n], "%s=%s", k, json_string_value(v)) < 0)
-			return bad(msg, len, "%s", "out of memory");
+			return errmsg_invalid(msg, len, "%s", "out of memory");
 		(*n)++;
 	}
 	return 0;
@@ -263,15 +252,15 @@ static int run_command(struct mcp_server *s, json_t *args, json_t **res, char *m
 	if (!rc)
 		rc = parse_env(json_object_get(args, "env"), env, &nenv, msg, len);
 	if (!rc && cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
-		rc = bad(msg, len, "invalid params: %s must be an absolute path", "cwd");
+		rc = errmsg_invalid(msg, len, "invalid params: %s must be an absolute path", "cwd");
 	if (!rc && tmo && (!json_is_integer(tmo) || json_integer_value(tmo) < 1 ||
 			   json_integer_value(tmo) > s->limits.max_timeout_s))
-		rc = bad(msg, len, "invalid params: timeout must be a whole number of seconds "
+		rc = errmsg_invalid(msg, len, "invalid params: timeout must be a whole number of seconds "
 			 "from 1 to %u", s->limits.max_timeout_s);
 	if (!rc && in && !json_is_string(in))
-		rc = bad(msg, len, "invalid params: %s must be a string", "stdin");
+		rc = errmsg_invalid(msg, len, "invalid params: %s must be a string", "stdin");
 	if (!rc && call_size(argv, argc, env, nenv) > MAX_CALL_BYTES)
-		rc = bad(msg, len, "invalid params: command and env are over %u bytes together",
+		rc = errmsg_invalid(msg, len, "invalid params: command and env are over %u bytes together",
 			 MAX_CALL_BYTES);
 	if (rc)
 		goto out;
@@ -301,7 +290,7 @@ static int run_command(struct mcp_server *s, json_t *args, json_t **res, char *m
 	}
 	call = gate_exec_call(&spec, in ? json_string_value(in) : NULL, in ? json_string_length(in) : 0);
 	if (!call) {
-		rc = bad(msg, len, "%s", "out of memory");
+		rc = errmsg_invalid(msg, len, "%s", "out of memory");
 		goto out;
 	}
 	rc = gate_ask(s->gate, call, &t0, why, sizeof(why));
@@ -338,7 +327,7 @@ static int get_path(json_t *args, const char **path, char *msg, size_t len)
 	if (!json_is_string(p) || json_string_value(p)[0] != '/' ||
 	    strlen(json_string_value(p)) != json_string_length(p) ||
 	    json_string_length(p) >= PROTO_MAX_PATH)
-		return bad(msg, len, "invalid params: %s must be an absolute path", "path");
+		return errmsg_invalid(msg, len, "invalid params: %s must be an absolute path", "path");
 	*path = json_string_value(p);
 	return 0;
 }
@@ -369,7 +358,7 @@ static int read_file(struct mcp_server *s, json_t *args, json_t **res, char *msg
 		return rc;
 	call = gate_file_call("read_file", path, NULL);
 	if (!call)
-		return bad(msg, len, "%s", "out of memory");
+		return errmsg_invalid(msg, len, "%s", "out of memory");
 	gate_ask(s->gate, call, &t0, why, sizeof(why));   /* reads are never refused */
 	rc = transfer_get_mem(s->client, path, s->limits.max_get_bytes, &data, &n,
 			      clock_now_ns() + s->limits.call_timeout_s * NS, &st, err, sizeof(err));
@@ -403,15 +392,15 @@ static int write_file(struct mcp_server *s, json_t *args, json_t **res, char *ms
 	if (rc)
 		return rc;
 	if (!json_is_string(content))
-		return bad(msg, len, "invalid params: %s must be a string", "content");
+		return errmsg_invalid(msg, len, "invalid params: %s must be a string", "content");
 	if (enc && (!json_is_string(enc) || (strcmp(json_string_value(enc), "utf-8") &&
 					      strcmp(json_string_value(enc), "base64"))))
-		return bad(msg, len, "invalid params: %s must be \"utf-8\" or \"base64\"", "encoding");
+		return errmsg_invalid(msg, len, "invalid params: %s must be \"utf-8\" or \"base64\"", "encoding");
 	if (mode && (!json_is_integer(mode) || json_integer_value(mode) < 0 ||
 		     json_integer_value(mode) > 07777))
-		return bad(msg, len, "invalid params: %s must be from 0 to 4095 (07777)", "mode");
+		return errmsg_invalid(msg, len, "invalid params: %s must be from 0 to 4095 (07777)", "mode");
 	if (append && !json_is_boolean(append))
-		return bad(msg, len, "invalid params: %s must be true or false", "append");
+		return errmsg_invalid(msg, len, "invalid params: %s must be true or false", "append");
 	data = json_string_value(content);
 	n = json_string_length(content);
 	if (enc && !strcmp(json_string_value(enc), "base64")) {
@@ -419,11 +408,11 @@ static int write_file(struct mcp_server *s, json_t *args, json_t **res, char *ms
 
 		decoded = malloc(n / 4 * 3 + 1);
 		if (!decoded)
-			return bad(msg, len, "%s", "out of memory");
+			return errmsg_invalid(msg, len, "%s", "out of memory");
 		m = base64_decode(data, n, decoded);
 		if (m < 0) {
 			free(decoded);
-			return bad(msg, len, "invalid params: %s is not base64", "content");
+			return errmsg_invalid(msg, len, "invalid params: %s is not base64", "content");
 		}
 		data = (const char *)decoded;
 		n = (size_t)m;
@@ -431,7 +420,7 @@ static int write_file(struct mcp_server *s, json_t *args, json_t **res, char *ms
 	call = gate_file_call("write_file", path, NULL);
 	if (!call) {
 		free(decoded);
-		return bad(msg, len, "%s", "out of memory");
+		return errmsg_invalid(msg, len, "%s", "out of memory");
 	}
 	/* What will be written, for the approver to check against. */
 	audit_sha256_hex(data, n, why);
@@ -500,12 +489,12 @@ static int list_files(struct mcp_server *s, json_t *args, json_t **res, char *ms
 
 	if (rc || !l.entries) {
 		json_decref(l.entries);
-		return rc ? rc : bad(msg, len, "%s", "out of memory");
+		return rc ? rc : errmsg_invalid(msg, len, "%s", "out of memory");
 	}
 	call = gate_file_call("list_files", path, NULL);
 	if (!call) {
 		json_decref(l.entries);
-		return bad(msg, len, "%s", "out of memory");
+		return errmsg_invalid(msg, len, "%s", "out of memory");
 	}
 	gate_ask(s->gate, call, &t0, why, sizeof(why));   /* a read: never refused */
 	rc = transfer_list(s->client, path, add_entry, &l,
@@ -543,7 +532,7 @@ int mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, json_t 
 	else if (!strcmp(name, "list_files"))
 		rc = list_files(s, args, result_out, msg, msglen);
 	else
-		rc = bad(msg, msglen, "unknown tool '%.100s'", name);
+		rc = errmsg_invalid(msg, msglen, "unknown tool '%.100s'", name);
 	json_decref(empty);
 	return rc;
 }

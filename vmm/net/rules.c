@@ -1,22 +1,12 @@
 /* rules.c - the network allow-list: parsing --allow-net and --resolve strictly, matching names and addresses, classing addresses. */
 #include "net/rules.h"
+#include "errmsg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* ---- addresses ---- */
 
@@ -195,19 +185,19 @@ static int parse_cidr(char *s, bool v6, struct net_rule *r, const char *text, ch
 
 		*slash = '\0';
 		if (!*p || strlen(p) > 3 || (p[0] == '0' && p[1]))
-			return bad(err, errlen, "bad --allow-net '%s': bad prefix length", text);
+			return errmsg_invalid(err, errlen, "bad --allow-net '%s': bad prefix length", text);
 		n = 0;
 		for (; *p; p++) {
 			if (*p < '0' || *p > '9')
-				return bad(err, errlen, "bad --allow-net '%s': bad prefix length", text);
+				return errmsg_invalid(err, errlen, "bad --allow-net '%s': bad prefix length", text);
 			n = n * 10 + (unsigned)(*p - '0');
 		}
 		if (n > max)
-			return bad(err, errlen, "bad --allow-net '%s': prefix longer than %u", text, max);
+			return errmsg_invalid(err, errlen, "bad --allow-net '%s': prefix longer than %u", text, max);
 	}
 	if (!net_addr_parse(s, &net) || (!v6 && !net_addr_is_v4(&net)) ||
 	    (v6 && strchr(s, ':') == NULL))
-		return bad(err, errlen, "bad --allow-net '%s': '%s' is not an IPv%c address", text, s,
+		return errmsg_invalid(err, errlen, "bad --allow-net '%s': '%s' is not an IPv%c address", text, s,
 			   v6 ? '6' : '4');
 	r->kind = NET_RULE_CIDR;
 	r->prefix = v6 ? n : 96 + n;
@@ -216,7 +206,7 @@ static int parse_cidr(char *s, bool v6, struct net_rule *r, const char *text, ch
 	 * most likely a typo, refused rather than guessed. */
 	for (unsigned bit = r->prefix; bit < 128; bit++)
 		if (net.b[bit / 8] & (0x80 >> (bit % 8)))
-			return bad(err, errlen, "bad --allow-net '%s': host bits set past /%u", text,
+			return errmsg_invalid(err, errlen, "bad --allow-net '%s': host bits set past /%u", text,
 				   n);
 	return 0;
 }
@@ -230,7 +220,7 @@ int net_rule_parse(const char *text, struct net_rule *r, char *err, size_t errle
 
 	memset(r, 0, sizeof(*r));
 	if (!len || len >= sizeof(buf))
-		return bad(err, errlen, "bad --allow-net '%.64s': want HOST, *.SUFFIX, HOST:PORT, or "
+		return errmsg_invalid(err, errlen, "bad --allow-net '%.64s': want HOST, *.SUFFIX, HOST:PORT, or "
 			   "an address or CIDR with an optional :PORT", text);
 	memcpy(buf, text, len + 1);
 	memcpy(r->text, text, len + 1);
@@ -238,7 +228,7 @@ int net_rule_parse(const char *text, struct net_rule *r, char *err, size_t errle
 		char *close = strchr(buf, ']');
 
 		if (!close || (close[1] && close[1] != ':'))
-			return bad(err, errlen, "bad --allow-net '%s': want [IPV6] or [IPV6]:PORT", text);
+			return errmsg_invalid(err, errlen, "bad --allow-net '%s': want [IPV6] or [IPV6]:PORT", text);
 		*close = '\0';
 		main = buf + 1;
 		if (close[1])
@@ -258,7 +248,7 @@ int net_rule_parse(const char *text, struct net_rule *r, char *err, size_t errle
 			char *name = suffix ? main + 2 : main;
 
 			if (!net_host_valid(name))
-				return bad(err, errlen, "bad --allow-net '%s': '%s' is not a host name "
+				return errmsg_invalid(err, errlen, "bad --allow-net '%s': '%s' is not a host name "
 					   "(labels of 1-63 letters, digits, '-' or '_')", text, main);
 			r->kind = suffix ? NET_RULE_SUFFIX : NET_RULE_HOST;
 			memcpy(r->host, name, strlen(name) + 1);
@@ -268,7 +258,7 @@ int net_rule_parse(const char *text, struct net_rule *r, char *err, size_t errle
 	if (rc)
 		return rc;
 	if (port && !net_port_parse(port, strlen(port), &r->port))
-		return bad(err, errlen, "bad --allow-net '%s': the port must be 1-65535", text);
+		return errmsg_invalid(err, errlen, "bad --allow-net '%s': the port must be 1-65535", text);
 	return 0;
 }
 
@@ -280,22 +270,22 @@ int net_resolve_parse(const char *text, struct net_resolve *r, char *err, size_t
 
 	memset(r, 0, sizeof(*r));
 	if (!colon)
-		return bad(err, errlen, "bad --resolve '%.64s': want HOST:ADDRESS", text);
+		return errmsg_invalid(err, errlen, "bad --resolve '%.64s': want HOST:ADDRESS", text);
 	hlen = (size_t)(colon - text);
 	alen = strlen(colon + 1);
 	if (!hlen || hlen > NET_HOST_MAX || !alen || alen >= sizeof(addr))
-		return bad(err, errlen, "bad --resolve '%.64s': want HOST:ADDRESS", text);
+		return errmsg_invalid(err, errlen, "bad --resolve '%.64s': want HOST:ADDRESS", text);
 	memcpy(r->host, text, hlen);
 	r->host[hlen] = '\0';
 	if (!net_host_valid(r->host))
-		return bad(err, errlen, "bad --resolve '%.64s': '%s' is not a host name", text, r->host);
+		return errmsg_invalid(err, errlen, "bad --resolve '%.64s': '%s' is not a host name", text, r->host);
 	memcpy(addr, colon + 1, alen + 1);
 	if (addr[0] == '[' && alen > 2 && addr[alen - 1] == ']') {
 		addr[alen - 1] = '\0';
 		memmove(addr, addr + 1, alen - 1);
 	}
 	if (!net_addr_parse(addr, &r->addr))
-		return bad(err, errlen, "bad --resolve '%.64s': '%s' is not an IP address", text, addr);
+		return errmsg_invalid(err, errlen, "bad --resolve '%.64s': '%s' is not an IP address", text, addr);
 	return 0;
 }
 

@@ -1,10 +1,10 @@
 /* api.c - mayfly serve's HTTP API as pure functions: which route a request is, and its JSON body checked into a typed request. */
 #include "serve/api.h"
+#include "errmsg.h"
 #include "base64.h"
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,16 +132,6 @@ int api_route(const char *method, const char *url, struct api_match *m, const ch
 	return 404;
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* The body as an object whose keys are all in `known` (NULL-terminated). */
 static json_t *object(const char *body, size_t len, const char *const *known, char *err,
@@ -155,16 +145,16 @@ static json_t *object(const char *body, size_t len, const char *const *known, ch
 	if (!len) {
 		root = json_object();
 		if (!root)
-			bad(err, errlen, "out of memory");
+			errmsg_invalid(err, errlen, "out of memory");
 		return root;
 	}
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		bad(err, errlen, "malformed JSON at byte %d: %s", je.position, je.text);
+		errmsg_invalid(err, errlen, "malformed JSON at byte %d: %s", je.position, je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
-		bad(err, errlen, "the body must be a JSON object");
+		errmsg_invalid(err, errlen, "the body must be a JSON object");
 		goto out_free;
 	}
 	json_object_foreach(root, key, v) {
@@ -173,7 +163,7 @@ static json_t *object(const char *body, size_t len, const char *const *known, ch
 		for (i = 0; known[i] && strcmp(key, known[i]); i++)
 			;
 		if (!known[i]) {
-			bad(err, errlen, "unknown member \"%.64s\"", key);
+			errmsg_invalid(err, errlen, "unknown member \"%.64s\"", key);
 			goto out_free;
 		}
 	}
@@ -192,7 +182,7 @@ static int whole(json_t *root, const char *key, uint64_t min, uint64_t max, uint
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max)
-		return bad(err, errlen, "\"%s\" must be a whole number from %llu to %llu", key,
+		return errmsg_invalid(err, errlen, "\"%s\" must be a whole number from %llu to %llu", key,
 			   (unsigned long long)min, (unsigned long long)max);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
@@ -211,24 +201,24 @@ static int env_object(json_t *root, char ***env, int *nenv, char *err, size_t er
 	if (!obj)
 		return 0;
 	if (!json_is_object(obj))
-		return bad(err, errlen, "\"env\" must be an object of strings");
+		return errmsg_invalid(err, errlen, "\"env\" must be an object of strings");
 	if (json_object_size(obj) > API_MAX_ARGS)
-		return bad(err, errlen, "\"env\" has more than %d members", API_MAX_ARGS);
+		return errmsg_invalid(err, errlen, "\"env\" has more than %d members", API_MAX_ARGS);
 	out = calloc(json_object_size(obj) + 1, sizeof(*out));
 	if (!out)
-		return bad(err, errlen, "out of memory");
+		return errmsg_invalid(err, errlen, "out of memory");
 	json_object_foreach(obj, key, v) {
 		const char *val = json_string_value(v);
 
 		if (!*key || strchr(key, '=') || !json_is_string(v) ||
 		    strlen(val) != json_string_length(v)) {
-			bad(err, errlen, "\"env\": \"%.64s\" needs a string value and a key without "
+			errmsg_invalid(err, errlen, "\"env\": \"%.64s\" needs a string value and a key without "
 			    "'=' (no NUL in either)", key);
 			goto out_free;
 		}
 		if (asprintf(&out[n], "%s=%s", key, val) < 0) {
 			out[n] = NULL;
-			bad(err, errlen, "out of memory");
+			errmsg_invalid(err, errlen, "out of memory");
 			goto out_free;
 		}
 		n++;
@@ -263,7 +253,7 @@ int api_parse_create(const char *body, size_t len, struct api_create *c, char *e
 	t = json_object_get(root, "template");
 	if (t && (!json_is_string(t) || json_string_length(t) > API_TEMPLATE_MAX ||
 		  !json_string_length(t))) {
-		bad(err, errlen, "\"template\" must be a template's name or id (1-%d bytes)",
+		errmsg_invalid(err, errlen, "\"template\" must be a template's name or id (1-%d bytes)",
 		    API_TEMPLATE_MAX);
 		goto out_free;
 	}
@@ -305,27 +295,27 @@ static int stdin_member(json_t *root, struct api_exec *e, char *err, size_t errl
 	json_t *s = json_object_get(root, "stdin"), *b = json_object_get(root, "stdin_b64");
 
 	if (s && b)
-		return bad(err, errlen, "\"stdin\" and \"stdin_b64\" exclude each other");
+		return errmsg_invalid(err, errlen, "\"stdin\" and \"stdin_b64\" exclude each other");
 	if (s) {
 		if (!json_is_string(s))
-			return bad(err, errlen, "\"stdin\" must be a string");
+			return errmsg_invalid(err, errlen, "\"stdin\" must be a string");
 		e->stdin_len = json_string_length(s);
 		e->stdin_data = malloc(e->stdin_len + 1);
 		if (!e->stdin_data)
-			return bad(err, errlen, "out of memory");
+			return errmsg_invalid(err, errlen, "out of memory");
 		memcpy(e->stdin_data, json_string_value(s), e->stdin_len);
 	}
 	if (b) {
 		long got;
 
 		if (!json_is_string(b))
-			return bad(err, errlen, "\"stdin_b64\" must be a base64 string");
+			return errmsg_invalid(err, errlen, "\"stdin_b64\" must be a base64 string");
 		e->stdin_data = malloc(json_string_length(b) / 4 * 3 + 1);
 		if (!e->stdin_data)
-			return bad(err, errlen, "out of memory");
+			return errmsg_invalid(err, errlen, "out of memory");
 		got = base64_decode(json_string_value(b), json_string_length(b), e->stdin_data);
 		if (got < 0)
-			return bad(err, errlen, "\"stdin_b64\" is not valid base64");
+			return errmsg_invalid(err, errlen, "\"stdin_b64\" is not valid base64");
 		e->stdin_len = (size_t)got;
 	}
 	return 0;
@@ -345,32 +335,32 @@ int api_parse_exec(const char *body, size_t len, struct api_exec *e, char *err, 
 	e->owner = root;
 	argv = json_object_get(root, "argv");
 	if (!json_is_array(argv) || !json_array_size(argv) || json_array_size(argv) > API_MAX_ARGS) {
-		bad(err, errlen, "\"argv\" must be an array of 1-%d strings", API_MAX_ARGS);
+		errmsg_invalid(err, errlen, "\"argv\" must be an array of 1-%d strings", API_MAX_ARGS);
 		goto out_free;
 	}
 	e->argv = calloc(json_array_size(argv) + 1, sizeof(*e->argv));
 	if (!e->argv) {
-		bad(err, errlen, "out of memory");
+		errmsg_invalid(err, errlen, "out of memory");
 		goto out_free;
 	}
 	for (i = 0; i < json_array_size(argv); i++) {
 		json_t *a = json_array_get(argv, i);
 
 		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a)) {
-			bad(err, errlen, "\"argv\"[%zu] must be a string without NUL", i);
+			errmsg_invalid(err, errlen, "\"argv\"[%zu] must be a string without NUL", i);
 			goto out_free;
 		}
 		e->argv[i] = json_string_value(a);
 	}
 	e->argc = (int)i;
 	if (!json_string_length(json_array_get(argv, 0))) {
-		bad(err, errlen, "\"argv\"[0] must not be empty");
+		errmsg_invalid(err, errlen, "\"argv\"[0] must not be empty");
 		goto out_free;
 	}
 	cwd = json_object_get(root, "cwd");
 	if (cwd && (!json_is_string(cwd) || api_check_path(json_string_value(cwd), err, errlen) ||
 		    strlen(json_string_value(cwd)) != json_string_length(cwd))) {
-		bad(err, errlen, "\"cwd\" must be an absolute guest path");
+		errmsg_invalid(err, errlen, "\"cwd\" must be an absolute guest path");
 		goto out_free;
 	}
 	e->cwd = cwd ? json_string_value(cwd) : NULL;
@@ -423,7 +413,7 @@ int api_parse_signal(const char *body, size_t len, int *signo, char *err, size_t
 			}
 	}
 	if (rc)
-		bad(err, errlen, "\"signal\" must be 1-64 or one of HUP, INT, QUIT, KILL, USR1, "
+		errmsg_invalid(err, errlen, "\"signal\" must be 1-64 or one of HUP, INT, QUIT, KILL, USR1, "
 		    "USR2, TERM, CONT, STOP");
 	json_decref(root);
 	return rc;
@@ -442,9 +432,9 @@ int api_parse_mkdir(const char *body, size_t len, char *path, size_t pathcap, bo
 	par = json_object_get(root, "parents");
 	if (!json_is_string(p) || strlen(json_string_value(p)) != json_string_length(p) ||
 	    json_string_length(p) >= pathcap)
-		bad(err, errlen, "\"path\" must be an absolute guest path");
+		errmsg_invalid(err, errlen, "\"path\" must be an absolute guest path");
 	else if (par && !json_is_boolean(par))
-		bad(err, errlen, "\"parents\" must be true or false");
+		errmsg_invalid(err, errlen, "\"parents\" must be true or false");
 	else if (!api_check_path(json_string_value(p), err, errlen)) {
 		snprintf(path, pathcap, "%s", json_string_value(p));
 		*parents = par && json_is_true(par);
@@ -473,8 +463,8 @@ int api_parse_fork(const char *body, size_t len, unsigned max, unsigned *count, 
 int api_check_path(const char *path, char *err, size_t errlen)
 {
 	if (!path || !*path)
-		return bad(err, errlen, "the query parameter path=/absolute/guest/path is required");
+		return errmsg_invalid(err, errlen, "the query parameter path=/absolute/guest/path is required");
 	if (path[0] != '/' || strlen(path) > API_MAX_PATH)
-		return bad(err, errlen, "path must be absolute and at most %d bytes", API_MAX_PATH);
+		return errmsg_invalid(err, errlen, "path must be absolute and at most %d bytes", API_MAX_PATH);
 	return 0;
 }
