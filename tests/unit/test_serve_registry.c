@@ -197,3 +197,22 @@ Test(serve_registry, remove_tree_never_follows_a_symlink)
 	cr_assert_not(exists(dir));
 	cr_assert(exists(victim));
 }
+
+/* serve waits for a new VM's socket only while its process lives: a zombie
+ * nobody reaped yet, or a pid gone, is not alive. */
+Test(serve_registry, a_zombie_or_a_gone_pid_is_not_alive)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	cr_assert(registry_pid_alive(getpid()));
+	for (int i = 0; i < 500 && registry_pid_alive(pid); i++)
+		usleep(10000);
+	cr_assert_not(registry_pid_alive(pid), "an exited, unreaped child counts as alive");
+	cr_assert_neq(registry_pid_start(pid), 0u, "the zombie is still there");
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_assert_not(registry_pid_alive(pid));
+	cr_assert_not(registry_pid_alive(0));
+}

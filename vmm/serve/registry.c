@@ -109,31 +109,48 @@ int registry_read(const char *dir, struct registry_record *r)
 	return 0;
 }
 
-uint64_t registry_pid_start(pid_t pid)
+/* /proc/PID/stat after the command's ")" (it may hold spaces and
+ * parentheses): field 3 (state) onwards, in buf; NULL if pid is gone. */
+static const char *stat_fields(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
+	char path[64], *p;
 	ssize_t n;
 	int fd;
 
 	if (pid <= 0)
-		return 0;
+		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = '\0';
-	/* After the command's ")" (it may hold spaces and parentheses):
-	 * field 3 (state) onwards; start time is field 22. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+uint64_t registry_pid_start(pid_t pid)
+{
+	unsigned long long start = 0;
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+
+	/* Start time is field 22. */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
 			 "%*d %*d %*d %llu", &start) != 1)
 		return 0;
 	return start;
+}
+
+bool registry_pid_alive(pid_t pid)
+{
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+
+	return f && *f != 'Z' && *f != 'X';
 }
 
 static int remove_at(int dirfd, const char *name, dev_t dev)

@@ -48,26 +48,6 @@ static void new_id(char *id)
 		sprintf(id + 2 * i, "%02x", r[i]);
 }
 
-/* pid is a live process (not gone, not a zombie nobody reaped yet). */
-static bool vm_alive(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* The VM process makes its socket once restored: on a loaded host that
  * may take longer than a client's short wait for a missing socket (a
  * copied snapshot is hashed first). Wait for it while the process lives,
@@ -77,7 +57,7 @@ static void wait_vm_socket(const struct service *svc, const struct sandbox *sb,
 {
 	struct pollfd stop = { .fd = svc->stop_fd, .events = POLLIN };
 
-	while (access(sb->vsock, F_OK) < 0 && vm_alive(sb->pid) && clock_now_ns() < deadline_ns)
+	while (access(sb->vsock, F_OK) < 0 && registry_pid_alive(sb->pid) && clock_now_ns() < deadline_ns)
 		if (poll(&stop, 1, 20) != 0)
 			return;
 }
