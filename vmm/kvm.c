@@ -10,6 +10,18 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+/* Linux 6.10's; older headers (Debian 12's) lack it. */
+#ifndef KVM_CAP_PRE_FAULT_MEMORY
+#define KVM_CAP_PRE_FAULT_MEMORY 236
+struct kvm_pre_fault_memory {
+	__u64 gpa;
+	__u64 size;
+	__u64 flags;
+	__u64 padding[5];
+};
+#define KVM_PRE_FAULT_MEMORY _IOWR(KVMIO, 0xd5, struct kvm_pre_fault_memory)
+#endif
+
 struct kvm_cap_need {
 	int cap;
 	const char *name;
@@ -190,6 +202,25 @@ int kvm_add_irqfd(struct kvm *kvm, unsigned gsi, int fd)
 	struct kvm_irqfd irqfd = { .fd = (uint32_t)fd, .gsi = gsi };
 
 	return ioctl(kvm->vm_fd, KVM_IRQFD, &irqfd) < 0 ? -errno : 0;
+}
+
+bool kvm_can_pre_fault(const struct kvm *kvm)
+{
+	return ioctl(kvm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_PRE_FAULT_MEMORY) > 0;
+}
+
+int kvm_pre_fault(int vcpu_fd, uint64_t gpa, uint64_t size)
+{
+	struct kvm_pre_fault_memory range = { .gpa = gpa, .size = size };
+
+	/* Interrupted, KVM returns what is left in range: go on from there. */
+	while (range.size) {
+		if (ioctl(vcpu_fd, KVM_PRE_FAULT_MEMORY, &range) == 0)
+			return 0;
+		if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+	return 0;
 }
 
 void kvm_close(struct kvm *kvm)

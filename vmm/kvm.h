@@ -2,6 +2,7 @@
 #ifndef MAYFLY_KVM_H
 #define MAYFLY_KVM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mem.h"
@@ -45,6 +46,18 @@ int kvm_dirty_log_start(struct kvm *kvm, const struct guest_mem *mem)
  * other), mem->total / 4096 bits; the caller zeroes it. 0 or -errno. */
 int kvm_dirty_log_get(struct kvm *kvm, const struct guest_mem *mem, uint8_t *bitmap)
 	__attribute__((warn_unused_result));
+
+/* Whether this VM has KVM_PRE_FAULT_MEMORY (Linux 6.10; x86 with two-
+ * dimensional paging): KVM_CHECK_EXTENSION on the VM. */
+bool kvm_can_pre_fault(const struct kvm *kvm);
+
+/* Map guest-physical [gpa, gpa + size) (page-aligned, inside a memory slot)
+ * into the VM's own page tables through vCPU fd vcpu_fd, as if the guest
+ * had read it: each page's host page comes in now (writable where the host
+ * page already is), and the guest takes no exit for it later. The vCPU's
+ * registers must be set and it must not be running (the ioctl takes its
+ * lock). 0, or -errno (-ENOTTY/-EOPNOTSUPP without it). */
+int kvm_pre_fault(int vcpu_fd, uint64_t gpa, uint64_t size);
 
 void kvm_close(struct kvm *kvm);
 

@@ -432,16 +432,82 @@ static int vm_map_memory(struct vm *vm)
 		log_error("snapshot memory '%s': %s", path, why);
 		return EXIT_BAD_IMAGE;
 	}
-	/* Only a speed-up: a kernel without MADV_POPULATE_WRITE runs the
-	 * guest all the same, faulting each page in as it goes. */
-	for (size_t i = 0; i < vm->snap->nr_ws; i++) {
-		rc = mem_populate_write(&vm->mem, vm->snap->ws[i].first, vm->snap->ws[i].count);
+	return 0;
+}
+
+/* Every run of the working set populated writable, until the VM stops.
+ * Only a speed-up: a kernel without MADV_POPULATE_WRITE runs the guest all
+ * the same, faulting each page in as it goes. 0 or -errno. */
+static int populate_workingset(struct vm *vm, uint64_t *pages)
+{
+	*pages = 0;
+	for (size_t i = 0; i < vm->snap->nr_ws && atomic_load(&vm->exit_code) < 0; i++) {
+		int rc = mem_populate_write(&vm->mem, vm->snap->ws[i].first,
+					    vm->snap->ws[i].count);
+
 		if (rc) {
 			log_debug("working set not populated: %s", strerror(-rc));
-			break;
+			return rc;
 		}
+		*pages += vm->snap->ws[i].count;
 	}
 	return 0;
+}
+
+/* A run of pages of the memory file (the regions one after the other)
+ * into KVM's page tables, a piece per region it overlaps. */
+static int pre_fault_run(struct vm *vm, const struct ws_range *run)
+{
+	uint64_t start = run->first * LAYOUT_PAGE_SIZE, end = start + run->count * LAYOUT_PAGE_SIZE;
+
+	for (int r = 0; r < vm->mem.nr_regions; r++) {
+		const struct mem_region *reg = &vm->mem.regions[r];
+		uint64_t off = (uint64_t)(reg->hva - vm->mem.base);
+		uint64_t s = start > off ? start : off;
+		uint64_t e = end < off + reg->size ? end : off + reg->size;
+		int rc;
+
+		if (s >= e)
+			continue;
+		rc = kvm_pre_fault(vm->vcpus[0].fd, reg->gpa + (s - off), e - s);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Restored, state set, no vCPU started: where KVM can map pages ahead of
+ * the guest, populate the working set and map it now (WS_WARM_PRE_FAULT);
+ * else vm_populate_workingset does it once the guest runs. */
+static void vm_pre_fault_workingset(struct vm *vm)
+{
+	uint64_t t0 = clock_now_ns(), pages;
+	int rc;
+
+	vm->ws_warm = workingset_warm_mode(vm->snap->nr_ws, kvm_can_pre_fault(&vm->kvm));
+	if (vm->ws_warm != WS_WARM_PRE_FAULT || populate_workingset(vm, &pages))
+		return;
+	for (size_t i = 0; i < vm->snap->nr_ws; i++) {
+		rc = pre_fault_run(vm, &vm->snap->ws[i]);
+		if (rc) {
+			/* Populated still: the guest faults KVM's mappings in. */
+			log_debug("working set not pre-faulted: %s", strerror(-rc));
+			return;
+		}
+	}
+	log_debug("working set: %llu pages populated and pre-faulted in %llu us",
+		  (unsigned long long)pages, (unsigned long long)(clock_now_ns() - t0) / 1000);
+}
+
+void vm_populate_workingset(struct vm *vm)
+{
+	uint64_t t0 = clock_now_ns(), pages;
+
+	if (!vm->snap || vm->ws_warm != WS_WARM_ALONGSIDE || populate_workingset(vm, &pages))
+		return;
+	log_debug("working set: %llu pages populated in %llu us, alongside the guest (at %llu us)",
+		  (unsigned long long)pages, (unsigned long long)(clock_now_ns() - t0) / 1000,
+		  (unsigned long long)(clock_now_ns() - vm->start_ns) / 1000);
 }
 
 static void vm_log_phase(const struct vm *vm, const char *phase)
@@ -505,6 +571,8 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 		rc = vm_create_vcpus(vm, snap ? NULL : &kernel);
 	if (!rc)
 		rc = vm_restore(vm);
+	if (!rc && snap)
+		vm_pre_fault_workingset(vm);
 	vm_log_phase(vm, "vcpus created");
 	if (!rc)
 		log_info("vm %s: %u vcpu(s), %llu MiB, setup took %llu us",

@@ -84,6 +84,7 @@ struct vm {
 	unsigned parked;                 /* under pause_lock */
 	bool released;                   /* under pause_lock: vCPUs may enter KVM_RUN */
 	bool logging_writes;             /* vm_workingset_begin: KVM logs RAM writes */
+	int ws_warm;                     /* restored: enum ws_warm, how the working set is warmed */
 
 	/* The first component to end the VM records why; the rest see it set. */
 	_Atomic int exit_code;           /* -1 while running */
@@ -118,6 +119,17 @@ int vm_connect_vsock(struct vm *vm);
  * this host cannot run: 5; one that does not fit its files: 3). */
 int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *snap,
 	     uint64_t start_ns);
+
+/* Restored on a KVM without KVM_PRE_FAULT_MEMORY (WS_WARM_ALONGSIDE;
+ * with it, vm_build warmed the working set already): populate the
+ * snapshot's working set (the pages its guest wrote first) writable, so
+ * the guest finds private copies there instead of faulting each one in.
+ * vm_run calls it once the vCPUs are released: the guest's own faults
+ * race it, which is correct (a private mapping, both go through the
+ * kernel's fault path: a page is copied once) and lets the first KVM_RUN
+ * come before the copying. Stops early when the VM stops. Only a
+ * speed-up: failures are logged at debug level. */
+void vm_populate_workingset(struct vm *vm);
 
 /* Start the vCPU and console threads, wait until the VM ends (guest reset,
  * fatal exit, or SIGINT/SIGTERM), stop everything. Returns the exit code. */

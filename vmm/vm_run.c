@@ -132,6 +132,8 @@ int vm_run(struct vm *vm)
 	vm->released = true;
 	pthread_cond_broadcast(&vm->pause_cond);
 	pthread_mutex_unlock(&vm->pause_lock);
+	/* The guest runs already; a stop or signal meanwhile waits for it. */
+	vm_populate_workingset(vm);
 	while (atomic_load(&vm->exit_code) < 0) {
 		struct pollfd fds[2] = { { .fd = vm->stop_fd, .events = POLLIN },
 					 { .fd = sig_fd, .events = POLLIN } };

@@ -1,4 +1,4 @@
-/* test_workingset.c - the working set section: runs of pages round-trip, and every malformed payload is refused before anything is populated. */
+/* test_workingset.c - the working set section: runs of pages round-trip, every malformed payload is refused before anything is populated, and a restore warms it the way its KVM allows. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -156,4 +156,15 @@ Test(workingset, bad_runs_are_refused)
 		cr_assert_eq(decode(&o, PAGES), -EBADMSG, "case %zu", i);
 		snap_out_free(&o);
 	}
+}
+
+/* With KVM_PRE_FAULT_MEMORY the working set is mapped before the first
+ * KVM_RUN; without it (Linux before 6.10, or shadow paging) it is only
+ * populated, and alongside the guest, never in front of it. */
+Test(workingset, warm_mode_falls_back_without_pre_fault)
+{
+	cr_assert_eq(workingset_warm_mode(3, true), WS_WARM_PRE_FAULT);
+	cr_assert_eq(workingset_warm_mode(3, false), WS_WARM_ALONGSIDE);
+	cr_assert_eq(workingset_warm_mode(0, true), WS_WARM_NONE, "nothing saved: nothing to do");
+	cr_assert_eq(workingset_warm_mode(0, false), WS_WARM_NONE);
 }

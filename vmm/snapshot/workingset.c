@@ -2,12 +2,18 @@
 #include "snapshot/workingset.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 static bool page_set(const uint8_t *bitmap, uint64_t i)
 {
 	return bitmap[i / 8] & (1u << (i % 8));
+}
+
+enum ws_warm workingset_warm_mode(size_t nr_runs, bool can_pre_fault)
+{
+	if (nr_runs == 0)
+		return WS_WARM_NONE;
+	return can_pre_fault ? WS_WARM_PRE_FAULT : WS_WARM_ALONGSIDE;
 }
 
 void workingset_encode(const uint8_t *bitmap, uint64_t pages, struct snap_out *o,

@@ -2,6 +2,7 @@
 #ifndef MAYFLY_SNAPSHOT_WORKINGSET_H
 #define MAYFLY_SNAPSHOT_WORKINGSET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,23 @@ struct ws_range {
 	uint64_t first;
 	uint64_t count;
 };
+
+/* How a restore warms the working set. */
+enum ws_warm {
+	WS_WARM_NONE,        /* no working set saved */
+	WS_WARM_PRE_FAULT,   /* populated writable and mapped into KVM's page tables
+			      * (KVM_PRE_FAULT_MEMORY) before the first KVM_RUN: the
+			      * guest takes no exit on those pages */
+	WS_WARM_ALONGSIDE,   /* populated writable while the guest already runs (a
+			      * kernel without KVM_PRE_FAULT_MEMORY): the first KVM_RUN
+			      * does not wait for it; the guest still exits once per
+			      * page for KVM to map it */
+};
+
+/* The way for `nr_runs` runs on a VM that has KVM_PRE_FAULT_MEMORY or not:
+ * before the run only when KVM can also map the pages, since populating
+ * alone before the run only moves the copying in front of the guest. */
+enum ws_warm workingset_warm_mode(size_t nr_runs, bool can_pre_fault);
 
 /* Encode the set bits of bitmap (one bit per page, `pages` pages, bit i of
  * byte i / 8 for page i) as the section's payload: version, page size,
