@@ -1,4 +1,4 @@
-/* test_serve_service.c - mayfly serve's sandboxes with a fake VMM (tests/unit/fake_vmm.c: the real guest agent behind boot's socket protocol, no KVM): create, exec streamed, files, a delete racing an exec, a VM that does not start, the warm pool, the drain. */
+/* test_serve_service.c - mayfly serve's sandboxes with a fake VMM (tests/unit/fake_vmm.c: the real guest agent behind boot's socket protocol, no KVM): create, exec streamed, files, a delete racing an exec, a VM that does not start, a fork's children and a failing one, the warm pool, the drain. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "serve/calls.h"
+#include "serve/live.h"
 #include "serve/service.h"
 
 static char root[] = "/tmp/serve-svc-XXXXXX";
@@ -96,6 +97,7 @@ static void teardown(void)
 	cr_assert_eq(entries(sb), 0, "the drain left sandboxes on disk");
 	registry_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
+	unsetenv("FAKE_VMM_FAIL_NTH");
 }
 
 TestSuite(serve_service, .init = setup, .fini = teardown);
@@ -217,6 +219,63 @@ Test(serve_service, a_vm_that_does_not_start_is_500_with_its_line_and_leaves_not
 	cr_assert(strstr(err, "a fake failure"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
 	cr_assert_eq(entries(dir), 0);
+}
+
+static int fork_of(struct sandbox *parent, unsigned count, json_t **kids, char *err, size_t len)
+{
+	struct sandbox *held;
+	int st;
+
+	cr_assert_eq(service_get(svc, parent->id, &held, err, len), 0, "%s", err);
+	st = live_fork(svc, held, "test", count, kids, err, len);
+	service_put(svc, held);
+	return st;
+}
+
+Test(serve_service, a_fork_gives_n_children_and_a_failing_child_leaves_nothing)
+{
+	struct sandbox *parent = create(), *kid;
+	char err[400], dir[96], out[8192], path[128];
+	json_t *kids = NULL, *list;
+	unsigned count;
+
+	/* 5 children restored together: each is a sandbox that answers. */
+	cr_assert_eq(fork_of(parent, 5, &kids, err, sizeof(err)), 201, "%s", err);
+	cr_assert_eq(json_array_size(kids), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const char *id = json_string_value(json_object_get(json_array_get(kids, i), "id"));
+
+		cr_assert_eq(service_get(svc, id, &kid, err, sizeof(err)), 0, "%s", err);
+		service_put(svc, kid);
+		exec(kid, "{\"argv\":[\"echo\",\"child\"]}", out, sizeof(out));
+		cr_assert(strstr(out, "\"data\":\"child\\n\""), "%s", out);
+		cr_assert_eq(service_delete(svc, id, err, sizeof(err)), 0, "%s", err);
+	}
+	json_decref(kids);
+
+	/* The third child fails: the fork is 500 naming it, and every child
+	 * made (the others, restored at the same time) is gone. */
+	snprintf(path, sizeof(path), "%s/fork-starts", home);
+	unlink(path);
+	setenv("FAKE_VMM_FAIL_NTH", "3", 1);
+	kids = NULL;
+	cr_assert_eq(fork_of(parent, 5, &kids, err, sizeof(err)), 500);
+	cr_assert_null(kids);
+	cr_assert(strstr(err, "child") && strstr(err, "a fake failure"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(entries(dir), 1, "only the parent's sandbox stays on disk");
+	snprintf(dir, sizeof(dir), "%s/forks", state);
+	cr_assert_eq(entries(dir), 0, "the fork's snapshot is left");
+	list = service_list(svc);
+	cr_assert_eq(json_array_size(list), 1, "only the parent is listed");
+	json_decref(list);
+	pthread_mutex_lock(&svc->lock);
+	count = svc->count;
+	pthread_mutex_unlock(&svc->lock);
+	cr_assert_eq(count, 1, "every child's place given back");
+	/* And the parent goes on. */
+	exec(parent, "{\"argv\":[\"true\"]}", out, sizeof(out));
+	cr_assert(strstr(out, "\"code\":0"), "%s", out);
 }
 
 static void pool_setup(void)
