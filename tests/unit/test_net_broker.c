@@ -5,12 +5,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "net/broker.h"
+#include "seccomp/seccomp.h"
 
 static struct net_policy policy;
 static int sv[2] = { -1, -1 };
@@ -190,4 +192,53 @@ Test(net_broker, the_process_starts_serves_and_is_reaped, .init = setup, .fini =
 	/* Reaped: no child of ours is left. */
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
 	cr_assert_eq(errno, ECHILD);
+}
+
+/* The broker process under its own filter: /etc/hosts, a DNS lookup that
+ * fails (a 1 s resolver timeout at most), a connect and the socket passed
+ * back, all without a forbidden call (which would end it: no answer). */
+Test(net_broker, the_process_resolves_and_connects_under_its_seccomp_filter, .init = setup,
+     .fini = teardown)
+{
+	struct net_broker_rep rep;
+	struct net_broker b;
+	struct pollfd pfd;
+	char path[64], line[256];
+	bool filtered = false;
+	FILE *f;
+	int fd = -1;
+
+	add("localhost");
+	add("127.0.0.1");
+	add("nothing.invalid");
+	start();
+	setenv("RES_OPTIONS", "timeout:1 attempts:1", 1);
+	seccomp_enable(true);
+	cr_assert_eq(net_broker_start(&b, &policy, 65534, 65534), 0);
+	seccomp_enable(false);
+	unsetenv("RES_OPTIONS");
+
+	cr_assert_eq(net_broker_ask(b.fd, 1, "localhost", port), 0);
+	pfd = (struct pollfd){ .fd = b.fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 10000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0, "the broker died (a forbidden call?)");
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	cr_assert_str_eq(rep.rule, "localhost");
+	close(fd);
+
+	cr_assert_eq(net_broker_ask(b.fd, 2, "nothing.invalid", 80), 0);
+	cr_assert_eq(poll(&pfd, 1, 20000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0, "the broker died in DNS (a forbidden call?)");
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(rep.err, -EHOSTUNREACH, "%d %s", rep.err, rep.reason);
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)b.pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strcmp(line, "Seccomp:\t2\n"))
+			filtered = true;
+	fclose(f);
+	cr_assert(filtered, "the broker has no seccomp filter");
+	net_broker_stop(&b);
 }

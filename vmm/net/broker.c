@@ -1,12 +1,14 @@
 /* broker.c - the network broker process: re-check, resolve, refuse internal ranges, connect with a timeout, pass the socket back. */
 #include "net/broker.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <nss.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -284,6 +286,11 @@ static void __attribute__((noreturn)) broker_main(int fd, const struct net_polic
 		_exit(1);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	prctl(PR_SET_NAME, "mayfly-netbroker", 0, 0, 0);
+	/* /etc/hosts, then DNS, both inside libc: the host's nsswitch.conf
+	 * could name a module (mdns, systemd's resolve) whose loading needs
+	 * an executable mapping, which the filter never allows. */
+	__nss_configure_lookup("hosts", "files dns");
+	seccomp_enter(SECCOMP_ROLE_BROKER);
 	net_broker_serve(3, p);
 	_exit(0);
 }
