@@ -1,6 +1,7 @@
 /* proxy.c - the guest's proxied connections on the host, in the I/O thread: request head, rules, broker, ClientHello, relay with caps. */
 #include "net/proxy.h"
 #include "net/sni.h"
+#include "net/socks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,9 @@ struct net_conn {
 	uint32_t gev, tev;             /* events watched on each, UINT32_MAX: not watched */
 	struct net_request req;
 	bool parsed;
+	bool socks, socks_greeted;     /* a SOCKS5 client (first byte 5); its greeting answered */
+	int err;                       /* the broker's -errno, for a SOCKS5 reply code */
+	uint8_t socks_code;            /* the parser's reply code for a bad request, else 0 */
 	bool g_eof, t_eof;             /* read EOF from that side */
 	bool g_shut, t_shut;           /* shutdown(SHUT_WR) passed on to that side */
 	uint8_t *up, *down;            /* NET_RELAY_BUF each: guest to server, server to guest */
@@ -143,6 +147,18 @@ static void refuse(struct net_conn *c, int status, const char *reason)
 	c->down_off = 0;
 	c->up_off = c->up_len = 0;
 	c->bytes_up = 0;        /* from here: bytes dropped while lingering */
+	if (c->socks) {
+		/* SOCKS5 has no room for a reason: the code says what it can,
+		 * the log line the rest. Before its greeting's answer: 05 FF. */
+		net_socks_reply(c->socks_code ? c->socks_code : net_socks_code(status, c->err),
+				c->down);
+		if (!c->socks_greeted)
+			c->down[1] = 0xff;
+		c->down_len = c->socks_greeted ? NET_SOCKS_REPLY_LEN : 2;
+		c->t_eof = true;
+		conn_pump(c);
+		return;
+	}
 	n = snprintf((char *)c->down, NET_RELAY_BUF, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 		     "Connection: close\r\nX-Mayfly-Refused: 1\r\n\r\nmayfly: %s\n", status, text,
 		     reason);
@@ -196,6 +212,47 @@ static void head_done(struct net_conn *c)
 	watch(c, c->gfd, &c->gev, 0);
 }
 
+/* NC_HEAD of a SOCKS5 client: its greeting answered (no authentication),
+ * then its CONNECT request, in up[0, up_len). */
+static void read_socks(struct net_conn *c)
+{
+	const char *why = "";
+	uint8_t code = NET_SOCKS_FAILURE;
+	size_t used;
+	int rc;
+
+	if (!c->socks_greeted) {
+		rc = net_socks_greeting(c->up, c->up_len, &used);
+		if (rc == -EAGAIN)
+			return;
+		if (rc) {
+			refuse(c, 400, rc == -EACCES ? "a SOCKS5 client that offers no method without "
+				       "authentication" : "a malformed SOCKS5 greeting");
+			return;
+		}
+		memmove(c->up, c->up + used, c->up_len - used);
+		c->up_len -= used;
+		c->socks_greeted = true;
+		c->down_off = 0;
+		c->down[0] = NET_SOCKS_VERSION;
+		c->down[1] = 0;   /* no authentication */
+		c->down_len = 2;
+		conn_pump(c);
+		if (!c->up_len)
+			return;
+	}
+	rc = net_socks_request(c->up, c->up_len, &c->req, &code, &why);
+	if (rc == -EAGAIN)
+		return;
+	if (rc) {
+		c->socks_code = code;
+		refuse(c, 400, why);
+		return;
+	}
+	c->parsed = true;
+	head_done(c);
+}
+
 static void read_head(struct net_conn *c)
 {
 	size_t room = NET_HEAD_MAX - c->up_len;
@@ -216,6 +273,11 @@ static void read_head(struct net_conn *c)
 		return;
 	}
 	c->up_len += (size_t)n;
+	if (c->up[0] == NET_SOCKS_VERSION) {
+		c->socks = true;
+		read_socks(c);
+		return;
+	}
 	rc = net_http_parse(c->up, c->up_len, &c->req, &why);
 	if (rc == -EAGAIN)
 		return;
@@ -235,11 +297,17 @@ static void connected(struct net_conn *c, int fd)
 
 	c->tfd = fd;
 	c->tev = UINT32_MAX;
-	if (c->req.kind == NET_REQ_CONNECT) {
+	if (c->req.kind == NET_REQ_CONNECT || c->req.kind == NET_REQ_SOCKS) {
 		memmove(c->up, c->up + c->req.head_len, rest);
 		c->up_len = rest;
-		memcpy(c->down, ok, sizeof(ok) - 1);
-		c->down_len = sizeof(ok) - 1;
+		c->down_off = 0;   /* a SOCKS5 greeting's answer went before */
+		if (c->req.kind == NET_REQ_SOCKS) {
+			net_socks_reply(NET_SOCKS_OK, c->down);
+			c->down_len = NET_SOCKS_REPLY_LEN;
+		} else {
+			memcpy(c->down, ok, sizeof(ok) - 1);
+			c->down_len = sizeof(ok) - 1;
+		}
 		/* A name on 443 must be the TLS server name the client asks for:
 		 * no tunnel to an allowed address under another name. */
 		c->state = c->req.port == c->px->tls_port && !is_literal(c->req.host) ? NC_HELLO :
@@ -310,6 +378,7 @@ static void broker_event(void *opaque, uint32_t events)
 		if (rep.has_addr)
 			net_addr_format(&rep.addr, c->addr);
 		if (rep.err) {
+			c->err = rep.err;
 			refuse(c, rep.err == -EACCES ? 403 : 502, rep.reason);
 			continue;
 		}
