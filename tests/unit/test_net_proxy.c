@@ -633,3 +633,31 @@ Test(net_proxy, socks5_refusals_carry_their_codes, .init = setup, .fini = teardo
 	cr_assert_eq(px.nr_conns, 0);
 	cr_assert_eq(nr_allowed, 0);
 }
+
+/* As curl does: the greeting, its answer awaited, then the request. */
+Test(net_proxy, socks5_greeting_then_request_in_turn, .init = setup, .fini = teardown)
+{
+	static const uint8_t greet[] = { 5, 1, 0 }, method[] = { 5, 0 };
+	static const uint8_t ok[] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+	uint8_t req[10] = { 5, 1, 0, 1, 127, 0, 0, 1 }, buf[16];
+	int fd = net_proxy_accept(&px), srv;
+
+	rule("127.0.0.1:%u");
+	start();
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, greet, sizeof(greet), 0), 3);
+	spin_until_readable(fd);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 2);
+	cr_assert_eq(memcmp(buf, method, 2), 0);
+	req[8] = (uint8_t)(port >> 8);
+	req[9] = (uint8_t)port;
+	cr_assert_eq(send(fd, req, sizeof(req), 0), 10);
+	spin_until_readable(fd);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 10);
+	cr_assert_eq(memcmp(buf, ok, sizeof(ok)), 0);
+	srv = hello_world(fd);
+	close(fd);
+	close(srv);
+	spin(50);
+	cr_assert_eq(nr_allowed, 1);
+}

@@ -45,6 +45,19 @@ _Static_assert(NET_RELAY_BUF >= 2 * NET_HEAD_MAX + NET_HOST_MAX + 64, "a rewritt
 
 static void conn_event(void *opaque, uint32_t events);
 static void conn_pump(struct net_conn *c);
+static int drain(int to, uint8_t *buf, size_t *off, size_t *len, uint64_t *count,
+		 uint64_t *total);
+
+/* Queue n bytes for the guest's client after what is still unsent (a
+ * SOCKS5 greeting's answer may be, when the request follows it at once). */
+static void put_down(struct net_conn *c, const void *p, size_t n)
+{
+	if (c->down_off)
+		memmove(c->down, c->down + c->down_off, c->down_len);
+	c->down_off = 0;
+	memcpy(c->down + c->down_len, p, n);
+	c->down_len += n;
+}
 
 /* ---- the outcome: one log line per attempt, and the record ---- */
 
@@ -144,21 +157,22 @@ static void refuse(struct net_conn *c, int status, const char *reason)
 	outcome(c, false, reason);
 	close_fd(c->px, &c->tfd, &c->tev);
 	c->state = NC_REFUSING;
-	c->down_off = 0;
 	c->up_off = c->up_len = 0;
 	c->bytes_up = 0;        /* from here: bytes dropped while lingering */
 	if (c->socks) {
 		/* SOCKS5 has no room for a reason: the code says what it can,
 		 * the log line the rest. Before its greeting's answer: 05 FF. */
-		net_socks_reply(c->socks_code ? c->socks_code : net_socks_code(status, c->err),
-				c->down);
+		uint8_t rep[NET_SOCKS_REPLY_LEN];
+
+		net_socks_reply(c->socks_code ? c->socks_code : net_socks_code(status, c->err), rep);
 		if (!c->socks_greeted)
-			c->down[1] = 0xff;
-		c->down_len = c->socks_greeted ? NET_SOCKS_REPLY_LEN : 2;
+			rep[1] = 0xff;
+		put_down(c, rep, c->socks_greeted ? NET_SOCKS_REPLY_LEN : 2);
 		c->t_eof = true;
 		conn_pump(c);
 		return;
 	}
+	c->down_off = 0;
 	n = snprintf((char *)c->down, NET_RELAY_BUF, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 		     "Connection: close\r\nX-Mayfly-Refused: 1\r\n\r\nmayfly: %s\n", status, text,
 		     reason);
@@ -233,11 +247,15 @@ static void read_socks(struct net_conn *c)
 		memmove(c->up, c->up + used, c->up_len - used);
 		c->up_len -= used;
 		c->socks_greeted = true;
-		c->down_off = 0;
-		c->down[0] = NET_SOCKS_VERSION;
-		c->down[1] = 0;   /* no authentication */
-		c->down_len = 2;
-		conn_pump(c);
+		put_down(c, (const uint8_t[]){ NET_SOCKS_VERSION, 0 /* no authentication */ }, 2);
+		/* Sent now (the client waits for it before its request); what
+		 * the socket does not take waits for EPOLLOUT. */
+		if (drain(c->gfd, c->down, &c->down_off, &c->down_len, NULL, NULL) < 0) {
+			drop(c, "the client left during its SOCKS5 greeting");
+			return;
+		}
+		if (c->down_len)
+			watch(c, c->gfd, &c->gev, EPOLLIN | EPOLLOUT);
 		if (!c->up_len)
 			return;
 	}
@@ -300,13 +318,13 @@ static void connected(struct net_conn *c, int fd)
 	if (c->req.kind == NET_REQ_CONNECT || c->req.kind == NET_REQ_SOCKS) {
 		memmove(c->up, c->up + c->req.head_len, rest);
 		c->up_len = rest;
-		c->down_off = 0;   /* a SOCKS5 greeting's answer went before */
 		if (c->req.kind == NET_REQ_SOCKS) {
-			net_socks_reply(NET_SOCKS_OK, c->down);
-			c->down_len = NET_SOCKS_REPLY_LEN;
+			uint8_t rep[NET_SOCKS_REPLY_LEN];
+
+			net_socks_reply(NET_SOCKS_OK, rep);
+			put_down(c, rep, sizeof(rep));
 		} else {
-			memcpy(c->down, ok, sizeof(ok) - 1);
-			c->down_len = sizeof(ok) - 1;
+			put_down(c, ok, sizeof(ok) - 1);
 		}
 		/* A name on 443 must be the TLS server name the client asks for:
 		 * no tunnel to an allowed address under another name. */
