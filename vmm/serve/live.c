@@ -215,8 +215,15 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 	for (int i = 0; sb->env && i < parent->nenv; i++)
 		if ((sb->env[sb->nenv] = strdup(parent->env[i])))
 			sb->nenv++;
-	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	/* Its parent's network, as its environment. */
+	if (api_net_copy(&sb->net, &parent->net)) {
+		snprintf(err, errlen, "out of memory");
+		rc = 500;
+	} else {
+		rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	}
 	if (rc) {
+		api_net_free(&sb->net);
 		for (int i = 0; i < sb->nenv; i++)
 			free(sb->env[i]);
 		free(sb->env);
