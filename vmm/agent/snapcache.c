@@ -3,16 +3,20 @@
 #include "agent/session.h"
 #include "agent/snapshot_cmd.h"
 #include "clock.h"
+#include "fs_tree.h"
 #include "image_id.h"
 #include "log.h"
 #include "thread.h"
 #include "vm_snapshot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sha2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -21,6 +25,8 @@
 #include <unistd.h>
 
 #define KEY_CHARS 32   /* 128 bits of the sha256: names, not secrets */
+#define EVICT_PREFIX ".evict-"
+#define EVICT_MAX 256  /* entries looked at per eviction: a bounded scan */
 
 static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **what,
 		     const char **why)
@@ -81,29 +87,151 @@ static int mkdirs(const char *path)
 	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
+static bool is_key(const char *name)
+{
+	size_t n = strspn(name, "0123456789abcdef");
+
+	return n == KEY_CHARS && name[n] == '\0';
+}
+
+struct cached {
+	char name[KEY_CHARS + 1];
+	time_t used;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	time_t x = ((const struct cached *)a)->used, y = ((const struct cached *)b)->used;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Rename snapdir/name out of the way, then remove it: 1 when removed. */
+static int evict_one(const char *snapdir, const char *name)
+{
+	char from[CONFIG_PATH_MAX + 64], to[CONFIG_PATH_MAX + 64];
+
+	if (strncmp(name, EVICT_PREFIX, strlen(EVICT_PREFIX))) {
+		snprintf(from, sizeof(from), "%s/%s", snapdir, name);
+		snprintf(to, sizeof(to), "%s/%s%s", snapdir, EVICT_PREFIX, name);
+		if (rename(from, to) < 0)
+			return errno == ENOENT ? 0 : -errno;
+	} else {
+		snprintf(to, sizeof(to), "%s/%s", snapdir, name);
+	}
+	return fs_remove_tree(to) ? -EIO : 1;
+}
+
+int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_t grace_s,
+		    time_t now)
+{
+	struct cached *found;
+	unsigned n = 0, removed = 0;
+	struct dirent *e;
+	struct stat st;
+	int dfd, rc = 0;
+	DIR *d;
+
+	if (strlen(snapdir) > CONFIG_PATH_MAX)
+		return -ENAMETOOLONG;
+	found = calloc(EVICT_MAX, sizeof(*found));
+	d = found ? opendir(snapdir) : NULL;
+	if (!d) {
+		rc = found ? -errno : -ENOMEM;
+		free(found);
+		return rc;
+	}
+	dfd = dirfd(d);
+	while ((e = readdir(d)) && n < EVICT_MAX) {
+		if (!strncmp(e->d_name, EVICT_PREFIX, strlen(EVICT_PREFIX)) &&
+		    is_key(e->d_name + strlen(EVICT_PREFIX))) {
+			removed += evict_one(snapdir, e->d_name) > 0;
+			continue;
+		}
+		if (!is_key(e->d_name) || (spare && !strcmp(e->d_name, spare)) ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		memcpy(found[n].name, e->d_name, KEY_CHARS + 1);
+		found[n++].used = st.st_mtime;
+	}
+	closedir(d);
+	/* The spared one counts as the newest. */
+	if (spare && keep)
+		keep--;
+	qsort(found, n, sizeof(*found), newest_first);
+	for (unsigned i = keep; i < n; i++) {
+		if (found[i].used > now - grace_s)
+			continue;
+		rc = evict_one(snapdir, found[i].name);
+		if (rc < 0)
+			break;
+		removed++;
+	}
+	free(found);
+	return rc < 0 ? rc : (int)removed;
+}
+
+/* Wait for the child making the default snapshot. A stop signal sent to
+ * us meanwhile (blocked here, see below) is passed on to it, whose jail's
+ * supervisor hands it to the VM: an interrupted run ends now, with
+ * 128 + the signal, instead of after the snapshot and its command. SIGCHLD
+ * is blocked by our caller from before the fork, so no exit is missed. */
+static int wait_maker(pid_t child)
+{
+	int status, stop = 0;
+	sigset_t set;
+	pid_t r;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	while ((r = waitpid(child, &status, WNOHANG)) != child) {
+		int sig;
+
+		if (r < 0 && errno != EINTR)
+			return RUN_EXIT_MAYFLY;
+		sig = sigwaitinfo(&set, NULL);
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			if (!stop)
+				log_say("interrupted (%s): stopping the default snapshot", strsignal(sig));
+			stop = stop ? stop : sig;
+			kill(child, sig);
+		}
+	}
+	if (stop)
+		return 128 + stop;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* The default snapshot is made by a child process (single-threaded, as
  * we are here): its jail's namespaces, its VM's seccomp filters (the
  * "main" role forbids a new file, VM or thread) and, unjailed, the VM
  * itself stay there, and this process, unconfined, builds the run's own
- * VM after it. SIGINT, SIGTERM and SIGHUP stay blocked here meanwhile,
- * for that VM's signalfd; the child's jail supervisor passes on what it
- * is sent, and dies with us. */
+ * VM after it. SIGINT, SIGTERM and SIGHUP stay blocked here, for that
+ * VM's signalfd; the ones that come while the snapshot is made stop it. */
 static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t start_ns,
 			 bool show_output, const struct jail_config *jc)
 {
 	pid_t parent = getpid(), child;
-	int status;
+	sigset_t chld, old;
+	int code;
 
 	thread_block_stop_signals();
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	fflush(NULL);   /* nothing buffered is written twice */
 	child = fork();
 	if (child < 0) {
 		log_say("cannot fork for the default snapshot: %s", strerror(errno));
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return RUN_EXIT_MAYFLY;
 	}
 	if (child == 0) {
-		int code = RUN_EXIT_MAYFLY;
-
+		code = RUN_EXIT_MAYFLY;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		/* Nothing of the run's (its audit log, the terminal, the cache's
 		 * lock) goes into the snapshot's jail. */
 		closefrom(STDERR_FILENO + 1);
@@ -112,10 +240,9 @@ static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t 
 		fflush(NULL);
 		_exit(code);
 	}
-	while (waitpid(child, &status, 0) < 0)
-		if (errno != EINTR)
-			return RUN_EXIT_MAYFLY;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	code = wait_maker(child);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return code;
 }
 
 int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose,
@@ -140,8 +267,10 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		log_say("the cache directory's path is too long");
 		return RUN_EXIT_MAYFLY;
 	}
-	if (present(dir))
+	if (present(dir)) {
+		utimensat(AT_FDCWD, dir, NULL, 0);   /* used now: eviction keeps it */
 		return 0;
+	}
 	snprintf(lock, sizeof(lock), "%s/snapshots", cache);
 	rc = mkdirs(lock);
 	snprintf(lock, sizeof(lock), "%s/snapshots/.lock", cache);
@@ -164,7 +293,18 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		if (!code)
 			log_say("default snapshot ready in %.1f s: %s", (double)(clock_now_ns() - t0) / 1e9,
 				dir);
+		if (!code) {
+			snprintf(lock, sizeof(lock), "%s/snapshots", cache);
+			rc = snapcache_evict(lock, key, SNAPCACHE_KEEP, SNAPCACHE_GRACE_S, time(NULL));
+			if (rc > 0)
+				log_info("removed %d older default snapshot(s) from %s", rc, lock);
+			else if (rc < 0)
+				log_warn("cannot clear older default snapshots from %s: %s", lock,
+					 strerror(-rc));
+		}
 	}
 	close(fd);   /* the lock goes with it */
+	if (code > 128 && code < 128 + NSIG)
+		return code;   /* interrupted: the run ends as the signal says */
 	return code ? RUN_EXIT_MAYFLY : 0;
 }
