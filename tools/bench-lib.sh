@@ -11,7 +11,7 @@
 #   bench_payload FILE...       $payload: a temporary dir (removed on exit) with FILEs
 #   bench_static NAME SRC       a static program in the payload (goes into guests)
 #   bench_initrd PROG...        $payload/initrd.img: the guest's initramfs + /bin/PROG
-#   bench_run [--with-qemu] [--timeout SEC]
+#   bench_run [--with-qemu] [--timeout SEC] [--data DIR]
 #                               run $payload/bench.sh; its lines in $payload/results
 #
 # Variables set: bench_name, runs, build (build-release), guest (with --guest),
@@ -97,17 +97,20 @@ bench_kvm_direct() {
 	[[ ${MAYFLY_KVM_DIRECT:-1} != 0 && -c /dev/kvm && -w /dev/kvm && ! -d /sys/module/kvm_pvm ]]
 }
 
-# bench_run [--with-qemu] [--timeout SEC]: run $payload/bench.sh in the
-# payload dir, on this host's /dev/kvm when bench_kvm_direct says so, else in the
-# nested harness (--with-qemu puts QEMU in L1; --timeout bounds the harness run,
-# default 1800 s). Its output goes to stderr as it comes and into $payload/results;
+# bench_run [--with-qemu] [--timeout SEC] [--data DIR]: run $payload/bench.sh in
+# the payload dir, on this host's /dev/kvm when bench_kvm_direct says so, else in
+# the nested harness (--with-qemu puts QEMU in L1; --timeout bounds the harness
+# run, default 1800 s; --data: DIR's big files (root images) are at
+# $MAYFLY_TEST_DATA: DIR itself here, a read-only disk at /data in L1, where it
+# is unset). Its output goes to stderr as it comes and into $payload/results;
 # $bench_rc gets its exit status, $where says where it ran. Never exits itself: a
 # failed run may still have left results worth reading.
 bench_run() {
-	local harness_args=() timeout_s=1800
+	local harness_args=() timeout_s=1800 data=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--with-qemu) harness_args+=(--with-qemu); shift ;;
+		--data) data=$2; harness_args+=(--data "$2"); shift 2 ;;
 		--timeout) timeout_s=$2; shift 2 ;;
 		*) bench_die "bench_run: unknown argument $1" ;;
 		esac
@@ -117,7 +120,8 @@ bench_run() {
 	if bench_kvm_direct; then
 		where="this host's /dev/kvm"
 		bench_say "running on $where"
-		(cd "$payload" && ./bench.sh) 2>&1 | tee "$payload/results" >&2 || bench_rc=$?
+		(cd "$payload" && MAYFLY_TEST_DATA=$data ./bench.sh) 2>&1 | tee "$payload/results" >&2 ||
+			bench_rc=$?
 	else
 		where="the nested harness (QEMU TCG emulating AMD-V; absolute times are emulated)"
 		bench_say "no /dev/kvm here that runs Linux guests and QEMU; running inside the nested harness"

@@ -1,12 +1,14 @@
-/* netserve.c - the network suite's loopback web server in the harness's L1: plain HTTP or TLS (a test CA's certificate), one fixed answer per request. */
+/* netserve.c - the network suite's loopback web server in the harness's L1: plain HTTP or TLS (a test CA's certificate), fixed answers and static files. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,10 +16,12 @@
 #include <openssl/ssl.h>
 
 /*
- * usage: netserve PORT [CERT KEY]
+ * usage: netserve [-d DIR] PORT [CERT KEY]
  * Listens on 127.0.0.1:PORT (TLS with CERT and KEY) and forks a child per
- * connection. Each request's head is read; GET /big answers 64 MiB of 'x',
- * any other path "netserve PATH\n". Runs until killed.
+ * connection. Each request's head is read; GET /big answers 64 MiB of 'x';
+ * with -d, GET /srv/PATH answers DIR/PATH (a directory's index.html; 404 when
+ * missing), which is all pip's PEP 503 index and git's dumb HTTP need; any
+ * other path "netserve PATH\n". The query string is ignored. Runs until killed.
  */
 
 #define BIG_BYTES (64u << 20)
@@ -47,6 +51,45 @@ static int io_write(struct io *io, const char *buf, int len)
 	return 0;
 }
 
+static const char *root;      /* -d DIR */
+
+/* GET /srv/PATH: the file under root, as text/html or octet-stream. */
+static void serve_file(struct io *io, const char *path)
+{
+	char file[2048], reply[512];
+	static char chunk[65536];
+	const char *type = "application/octet-stream";
+	struct stat st;
+	size_t len;
+	ssize_t n;
+	int fd, hn;
+
+	if (strstr(path, "..") ||
+	    snprintf(file, sizeof(file) - 16, "%s/%s", root, path) >= (int)sizeof(file) - 16)
+		goto not_found;
+	if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+		strcat(file, "/index.html");
+	fd = open(file, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		goto not_found;
+	len = strlen(file);
+	if (len > 5 && !strcmp(file + len - 5, ".html"))
+		type = "text/html";
+	hn = snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
+		      "Content-Length: %lld\r\nConnection: close\r\n\r\n", type,
+		      (long long)st.st_size);
+	if (io_write(io, reply, hn))
+		return;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		if (io_write(io, chunk, (int)n))
+			return;
+	return;
+not_found:
+	hn = snprintf(reply, sizeof(reply), "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+		      "Connection: close\r\n\r\n");
+	io_write(io, reply, hn);
+}
+
 static void serve(struct io *io)
 {
 	char head[8192], path[1024] = "/", reply[2048];
@@ -64,6 +107,11 @@ static void serve(struct io *io)
 	}
 	if (sscanf(head, "%*s %1023s", path) != 1)
 		return;
+	path[strcspn(path, "?")] = '\0';
+	if (root && !strncmp(path, "/srv/", 5)) {
+		serve_file(io, path + 5);
+		return;
+	}
 	if (!strcmp(path, "/big")) {
 		n = snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\nContent-Length: %u\r\n"
 			     "Connection: close\r\n\r\n", BIG_BYTES);
@@ -86,8 +134,13 @@ int main(int argc, char **argv)
 	SSL_CTX *ctx = NULL;
 	int one = 1, lfd;
 
+	if (argc > 2 && !strcmp(argv[1], "-d")) {
+		root = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc != 2 && argc != 4) {
-		fprintf(stderr, "usage: netserve PORT [CERT KEY]\n");
+		fprintf(stderr, "usage: netserve [-d DIR] PORT [CERT KEY]\n");
 		return 2;
 	}
 	sin.sin_port = htons((uint16_t)atoi(argv[1]));
