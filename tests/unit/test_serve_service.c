@@ -53,6 +53,8 @@ static void start(unsigned pool)
 	snprintf(svc->cfg.tmpl.name, sizeof(svc->cfg.tmpl.name), "default");
 	snprintf(svc->cfg.tmpl.id, sizeof(svc->cfg.tmpl.id), "fake");
 	snprintf(svc->cfg.tmpl.dir, sizeof(svc->cfg.tmpl.dir), "%s", root);
+	svc->cfg.tmpl.cpus = 1;
+	svc->cfg.tmpl.mem_mib = 256;
 	svc->cfg.pool = pool;
 	svc->cfg.max_sandboxes = 8;
 	svc->cfg.call_timeout_s = 10;
@@ -217,6 +219,26 @@ Test(serve_service, a_vm_that_does_not_start_is_500_with_its_line_and_leaves_not
 	cr_assert(strstr(err, "a fake failure"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
 	cr_assert_eq(entries(dir), 0);
+}
+
+Test(serve_service, a_cpus_or_mem_other_than_the_templates_is_400_before_any_vm_starts)
+{
+	struct api_create req = { .cpus = 2 };
+	struct sandbox *sb;
+	char err[400], dir[96];
+
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "cpus 2 differs from template 'default''s 1"), "%s", err);
+	req = (struct api_create){ .mem_mib = 512 };
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "mem 512 differs from template 'default''s 256 MiB"), "%s", err);
+	cr_assert_eq(entries(dir), 0, "a VM was started for a refused create");
+	/* The template's own shape is no mistake. */
+	req = (struct api_create){ .cpus = 1, .mem_mib = 256 };
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
 }
 
 static void pool_setup(void)

@@ -13,6 +13,7 @@
 #include "serve/http.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
+#include "vm_snapshot.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -87,6 +88,23 @@ static int state_dir(struct serve_ctx *x, const char *given)
 	return 0;
 }
 
+/* The template's vCPUs and memory, from its snapshot (a create asking
+ * for others is refused before any VM starts). */
+static int template_shape(struct service_template *t)
+{
+	const char *why = "";
+	struct snapshot snap;
+
+	if (snapshot_load(&snap, t->dir, &why)) {
+		log_say("serve: template '%s' (%s): %s", t->name, t->dir, why);
+		return RUN_EXIT_MAYFLY;
+	}
+	t->cpus = snap.cfg.cpus;
+	t->mem_mib = snap.cfg.mem_mib;
+	snapshot_free(&snap);
+	return 0;
+}
+
 /* The default template: --snapshot DIR, or the default snapshot (made now
  * when it is not there yet). */
 static int template(struct cli *c, struct service_template *t)
@@ -113,7 +131,7 @@ static int template(struct cli *c, struct service_template *t)
 	}
 	slash = strrchr(t->dir, '/');
 	snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
-	return 0;
+	return template_shape(t);
 }
 
 /* The boot options the VM processes take from ours. */

@@ -329,6 +329,23 @@ static bool template_ok(const struct service *svc, const char *name)
 	return !name[0] || !strcmp(name, svc->cfg.tmpl.name) || !strcmp(name, svc->cfg.tmpl.id);
 }
 
+/* A restored VM keeps its snapshot's vCPUs and memory: a request for
+ * others is the caller's mistake (400), said before any VM starts. */
+static bool shape_ok(const struct service_template *t, const struct api_create *req, char *err,
+		     size_t errlen)
+{
+	if (req->cpus && req->cpus != t->cpus)
+		snprintf(err, errlen, "cpus %u differs from template '%s''s %u (a sandbox keeps its "
+			 "template's; omit cpus)", req->cpus, t->name, t->cpus);
+	else if (req->mem_mib && req->mem_mib != t->mem_mib)
+		snprintf(err, errlen, "mem %llu differs from template '%s''s %llu MiB (a sandbox "
+			 "keeps its template's; omit mem)", (unsigned long long)req->mem_mib,
+			 t->name, (unsigned long long)t->mem_mib);
+	else
+		return true;
+	return false;
+}
+
 static struct sandbox *take_pooled(struct service *svc)
 {
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
@@ -345,7 +362,7 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 		   char *err, size_t errlen)
 {
 	uint64_t t0 = clock_now_ns();
-	bool fits = !req->cpus && !req->mem_mib && !req->disk_quota;
+	bool fits = !req->disk_quota;
 	struct sandbox *sb = NULL;
 	int rc;
 
@@ -354,6 +371,8 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 			 req->template, svc->cfg.tmpl.name, svc->cfg.tmpl.id);
 		return 400;
 	}
+	if (!shape_ok(&svc->cfg.tmpl, req, err, errlen))
+		return 400;
 	pthread_mutex_lock(&svc->lock);
 	if (svc->stopping || svc->count >= svc->cfg.max_sandboxes) {
 		pthread_mutex_unlock(&svc->lock);

@@ -27,6 +27,8 @@ struct service_template {
 	char name[API_TEMPLATE_MAX + 1];
 	char id[API_TEMPLATE_MAX + 1];
 	char dir[CONFIG_PATH_MAX];
+	unsigned cpus;             /* as the snapshot saved them: a restore keeps them */
+	uint64_t mem_mib;
 };
 
 struct exec_slot;
@@ -97,8 +99,9 @@ void service_tick(struct service *svc);
 
 /* A new sandbox (from the pool when it fits, else restored now). On
  * success *out is held (service_put it) and 201; else an HTTP status
- * with err: 400 unknown template, 503 too many or draining, 500 the VM
- * did not start. */
+ * with err: 400 unknown template or a cpus/mem other than the
+ * template's (checked before any VM starts), 503 too many or draining,
+ * 500 the VM did not start. */
 int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
 		   char *err, size_t errlen);
 
