@@ -502,6 +502,13 @@ int service_begin_pause(struct service *svc, const char *id, struct sandbox **ou
 	return rc;
 }
 
+void service_hold(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	sb->calls++;
+	pthread_mutex_unlock(&svc->lock);
+}
+
 void service_put(struct service *svc, struct sandbox *sb)
 {
 	pthread_mutex_lock(&svc->lock);

@@ -110,6 +110,9 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 int service_get(struct service *svc, const char *id, struct sandbox **out, char *err,
 		size_t errlen);
 void service_put(struct service *svc, struct sandbox *sb);
+/* One more hold on sb, which the caller holds already (a stream that
+ * outlives its call); service_put it. */
+void service_hold(struct service *svc, struct sandbox *sb);
 
 /* Hold a running sandbox for its pause: SB_PAUSING, its calls counted up
  * (service_put after live_pause). 0; 404; 409 not running or busy. */
