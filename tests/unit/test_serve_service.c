@@ -50,11 +50,17 @@ static void start(unsigned pool)
 	svc = calloc(1, sizeof(*svc));
 	svc->cfg.state = state;
 	snprintf(svc->cfg.exe, sizeof(svc->cfg.exe), "%s", fake);
-	snprintf(svc->cfg.tmpl.name, sizeof(svc->cfg.tmpl.name), "default");
-	snprintf(svc->cfg.tmpl.id, sizeof(svc->cfg.tmpl.id), "fake");
-	snprintf(svc->cfg.tmpl.dir, sizeof(svc->cfg.tmpl.dir), "%s", root);
-	svc->cfg.tmpl.cpus = 1;
-	svc->cfg.tmpl.mem_mib = 256;
+	/* Two templates: the fake VMM ignores their directories. */
+	for (int i = 0; i < 2; i++) {
+		struct service_template *t = &svc->cfg.tmpl[i];
+
+		snprintf(t->name, sizeof(t->name), "%s", i ? "py" : "default");
+		snprintf(t->id, sizeof(t->id), "%s", i ? "fake-py" : "fake");
+		snprintf(t->dir, sizeof(t->dir), "%s", root);
+		t->cpus = 1;
+		t->mem_mib = i ? 512 : 256;
+	}
+	svc->cfg.ntmpl = 2;
 	svc->cfg.pool = pool;
 	svc->cfg.max_sandboxes = 8;
 	svc->cfg.call_timeout_s = 10;
@@ -282,6 +288,29 @@ Test(serve_service, a_cpus_or_mem_other_than_the_templates_is_400_before_any_vm_
 	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
 }
 
+Test(serve_service, a_create_names_its_template_by_name_or_id_and_an_unknown_one_is_400)
+{
+	struct api_create req = { .template = "py" };
+	struct sandbox *sb;
+	char err[400], dir[96];
+
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_str_eq(sb->rec.template, "fake-py");
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
+	snprintf(req.template, sizeof(req.template), "fake-py");
+	req.mem_mib = 512;         /* py's, not the default's */
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_str_eq(sb->rec.template, "fake-py");
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
+	snprintf(req.template, sizeof(req.template), "nope");
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "no template 'nope' (this service has: default py)"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(entries(dir), 0);
+}
+
 static void pool_setup(void)
 {
 	start(2);
@@ -297,21 +326,25 @@ Test(serve_pool, fills_gives_and_refills)
 
 	for (i = 0; i < 500; i++) {
 		service_gauges(svc, &g);
-		if (g.pool_ready == 2)
+		if (g.pool_ready == 4)
 			break;
 		usleep(10000);
 	}
-	cr_assert_eq(g.pool_ready, 2, "the pool did not fill");
+	cr_assert_eq(g.pool_ready, 4, "the pools did not fill (2 per template)");
+	cr_assert(g.ntmpl == 2 && g.tmpl_ready[0] == 2 && g.tmpl_ready[1] == 2);
 	sb = create();
 	service_gauges(svc, &g);
 	cr_assert_eq(g.running, 1);
+	cr_assert_eq(g.tmpl_ready[0], 1, "the default template's pool did not give it");
+	cr_assert_eq(g.tmpl_ready[1], 2, "another template's pool gave it");
+	cr_assert_str_eq(sb->rec.template, "fake");
 	for (i = 0; i < 500; i++) {
 		service_gauges(svc, &g);
-		if (g.pool_ready == 2)
+		if (g.pool_ready == 4)
 			break;
 		usleep(10000);
 	}
-	cr_assert_eq(g.pool_ready, 2, "the pool did not refill");
+	cr_assert_eq(g.pool_ready, 4, "the pool did not refill");
 	{
 		json_t *list = service_list(svc);
 

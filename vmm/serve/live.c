@@ -200,7 +200,7 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 static int fork_child(struct service *svc, struct sandbox *parent, const char *dir,
 		      struct sandbox **out, char *err, size_t errlen)
 {
-	struct sandbox *sb = service_new_sandbox(svc);
+	struct sandbox *sb = service_new_sandbox(svc, parent->tmpl);
 	int rc;
 
 	if (!sb) {

@@ -134,6 +134,32 @@ static int template(struct cli *c, struct service_template *t)
 	return template_shape(t);
 }
 
+/* --template NAME=DIR (the form checked by cli.c): each another template. */
+static int more_templates(struct cli *c, struct service_config *cfg)
+{
+	for (int i = 0; i < c->serve.ntemplates; i++) {
+		const char *arg = c->serve.templates[i], *eq = strchr(arg, '='), *slash;
+		struct service_template *t = &cfg->tmpl[cfg->ntmpl];
+
+		snprintf(t->name, sizeof(t->name), "%.*s", (int)(eq - arg), arg);
+		for (unsigned j = 0; j < cfg->ntmpl; j++)
+			if (!strcmp(cfg->tmpl[j].name, t->name)) {
+				log_say("serve: --template %s: the name '%s' is given twice", arg, t->name);
+				return RUN_EXIT_MAYFLY;
+			}
+		if (!realpath(eq + 1, t->dir)) {
+			log_say("serve: --template %s: %s", arg, strerror(errno));
+			return RUN_EXIT_MAYFLY;
+		}
+		slash = strrchr(t->dir, '/');
+		snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+		if (template_shape(t))
+			return RUN_EXIT_MAYFLY;
+		cfg->ntmpl++;
+	}
+	return 0;
+}
+
 /* The boot options the VM processes take from ours. */
 static int pass_on(struct serve_ctx *x, struct cli *c)
 {
@@ -191,7 +217,10 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		return RUN_EXIT_MAYFLY;
 	}
 	cfg->exe[n] = '\0';
-	if (template(c, &cfg->tmpl))
+	if (template(c, &cfg->tmpl[0]))
+		return RUN_EXIT_MAYFLY;
+	cfg->ntmpl = 1;
+	if (more_templates(c, cfg))
 		return RUN_EXIT_MAYFLY;
 	cfg->state = x->state;
 	cfg->pool = c->serve.pool;
@@ -293,9 +322,9 @@ int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		service_stop(&x->svc, 0);
 		goto out_service;
 	}
-	log_say("serve: listening on %s (template %s, pool %u, state %s)",
-		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl.id, x->svc.cfg.pool,
-		x->state);
+	log_say("serve: listening on %s (template %s and %u more, pool %u each, state %s)",
+		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl[0].id,
+		x->svc.cfg.ntmpl - 1, x->svc.cfg.pool, x->state);
 	loop(x, sfd);
 	http_quiesce(&x->http);
 	service_stop(&x->svc, SERVE_DRAIN_GRACE_MS);
