@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "serve/registry.h"
+#include "fs_tree.h"
 
 static char root[] = "/tmp/serve-registry-XXXXXX";
 
@@ -21,7 +22,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	registry_remove_tree(root);
+	fs_remove_tree(root);
 }
 
 TestSuite(serve_registry, .init = setup, .fini = teardown);
@@ -193,7 +194,7 @@ Test(serve_registry, remove_tree_never_follows_a_symlink)
 	close(fd);
 	PATH(link, "d/l");
 	cr_assert_eq(symlink(outside, link), 0);
-	cr_assert_eq(registry_remove_tree(dir), 0);
+	cr_assert_eq(fs_remove_tree(dir), 0);
 	cr_assert_not(exists(dir));
 	cr_assert(exists(victim));
 }

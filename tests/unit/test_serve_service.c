@@ -13,6 +13,7 @@
 
 #include "serve/calls.h"
 #include "serve/service.h"
+#include "fs_tree.h"
 
 static char root[] = "/tmp/serve-svc-XXXXXX";
 static char state[64], home[64];
@@ -102,7 +103,7 @@ static void teardown(void)
 	free(svc);
 	snprintf(sb, sizeof(sb), "%s/sb", state);
 	cr_assert_eq(entries(sb), 0, "the drain left sandboxes on disk");
-	registry_remove_tree(root);
+	fs_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
 }
 

@@ -3,16 +3,19 @@
 #include "agent/session.h"
 #include "agent/snapshot_cmd.h"
 #include "clock.h"
+#include "fs_tree.h"
 #include "image_id.h"
 #include "log.h"
 #include "thread.h"
 #include "vm_snapshot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sha2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -21,6 +24,8 @@
 #include <unistd.h>
 
 #define KEY_CHARS 32   /* 128 bits of the sha256: names, not secrets */
+#define EVICT_PREFIX ".evict-"
+#define EVICT_MAX 256  /* entries looked at per eviction: a bounded scan */
 
 static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **what,
 		     const char **why)
@@ -79,6 +84,90 @@ static int mkdirs(const char *path)
 		*p = '/';
 	}
 	return mkdir(buf, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static bool is_key(const char *name)
+{
+	size_t n = strspn(name, "0123456789abcdef");
+
+	return n == KEY_CHARS && name[n] == '\0';
+}
+
+struct cached {
+	char name[KEY_CHARS + 1];
+	time_t used;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	time_t x = ((const struct cached *)a)->used, y = ((const struct cached *)b)->used;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Rename snapdir/name out of the way, then remove it: 1 when removed. */
+static int evict_one(const char *snapdir, const char *name)
+{
+	char from[CONFIG_PATH_MAX + 64], to[CONFIG_PATH_MAX + 64];
+
+	if (strncmp(name, EVICT_PREFIX, strlen(EVICT_PREFIX))) {
+		snprintf(from, sizeof(from), "%s/%s", snapdir, name);
+		snprintf(to, sizeof(to), "%s/%s%s", snapdir, EVICT_PREFIX, name);
+		if (rename(from, to) < 0)
+			return errno == ENOENT ? 0 : -errno;
+	} else {
+		snprintf(to, sizeof(to), "%s/%s", snapdir, name);
+	}
+	return fs_remove_tree(to) ? -EIO : 1;
+}
+
+int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_t grace_s,
+		    time_t now)
+{
+	struct cached *found;
+	unsigned n = 0, removed = 0;
+	struct dirent *e;
+	struct stat st;
+	int dfd, rc = 0;
+	DIR *d;
+
+	if (strlen(snapdir) > CONFIG_PATH_MAX)
+		return -ENAMETOOLONG;
+	found = calloc(EVICT_MAX, sizeof(*found));
+	d = found ? opendir(snapdir) : NULL;
+	if (!d) {
+		rc = found ? -errno : -ENOMEM;
+		free(found);
+		return rc;
+	}
+	dfd = dirfd(d);
+	while ((e = readdir(d)) && n < EVICT_MAX) {
+		if (!strncmp(e->d_name, EVICT_PREFIX, strlen(EVICT_PREFIX)) &&
+		    is_key(e->d_name + strlen(EVICT_PREFIX))) {
+			removed += evict_one(snapdir, e->d_name) > 0;
+			continue;
+		}
+		if (!is_key(e->d_name) || (spare && !strcmp(e->d_name, spare)) ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		memcpy(found[n].name, e->d_name, KEY_CHARS + 1);
+		found[n++].used = st.st_mtime;
+	}
+	closedir(d);
+	/* The spared one counts as the newest. */
+	if (spare && keep)
+		keep--;
+	qsort(found, n, sizeof(*found), newest_first);
+	for (unsigned i = keep; i < n; i++) {
+		if (found[i].used > now - grace_s)
+			continue;
+		rc = evict_one(snapdir, found[i].name);
+		if (rc < 0)
+			break;
+		removed++;
+	}
+	free(found);
+	return rc < 0 ? rc : (int)removed;
 }
 
 /* The default snapshot is made by a child process (single-threaded, as
@@ -140,8 +229,10 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		log_say("the cache directory's path is too long");
 		return RUN_EXIT_MAYFLY;
 	}
-	if (present(dir))
+	if (present(dir)) {
+		utimensat(AT_FDCWD, dir, NULL, 0);   /* used now: eviction keeps it */
 		return 0;
+	}
 	snprintf(lock, sizeof(lock), "%s/snapshots", cache);
 	rc = mkdirs(lock);
 	snprintf(lock, sizeof(lock), "%s/snapshots/.lock", cache);
@@ -164,6 +255,15 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		if (!code)
 			log_say("default snapshot ready in %.1f s: %s", (double)(clock_now_ns() - t0) / 1e9,
 				dir);
+		if (!code) {
+			snprintf(lock, sizeof(lock), "%s/snapshots", cache);
+			rc = snapcache_evict(lock, key, SNAPCACHE_KEEP, SNAPCACHE_GRACE_S, time(NULL));
+			if (rc > 0)
+				log_info("removed %d older default snapshot(s) from %s", rc, lock);
+			else if (rc < 0)
+				log_warn("cannot clear older default snapshots from %s: %s", lock,
+					 strerror(-rc));
+		}
 	}
 	close(fd);   /* the lock goes with it */
 	return code ? RUN_EXIT_MAYFLY : 0;

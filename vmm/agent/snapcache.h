@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "jail/jail.h"
@@ -19,5 +20,21 @@
  * this one stays unjailed and unfiltered, for the run's own VM. */
 int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose,
 		  const struct jail_config *jc);
+
+/* The cache keeps this many default snapshots, the most recently used; one
+ * used in the last SNAPCACHE_GRACE_S seconds is never removed (a run may be
+ * between finding it and opening its files). Each is tens to hundreds of
+ * MiB, and every new mayfly build, kernel or image makes a new one. */
+#define SNAPCACHE_KEEP    4
+#define SNAPCACHE_GRACE_S 600
+
+/* Remove from snapdir (<cache>/snapshots) the snapshot directories beyond
+ * the `keep` most recently used (directory mtime, which a use touches),
+ * sparing `spare` (a key, or NULL) and any used after now - grace_s, and
+ * whatever an interrupted eviction left (".evict-*"). Only names shaped
+ * like a key are considered. Each is renamed away before it is removed, so
+ * a reader sees a whole snapshot or none. The number removed, or -errno. */
+int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_t grace_s,
+		    time_t now);
 
 #endif

@@ -1,6 +1,7 @@
 /* live.c - mayfly serve's live sandboxes: pause (saved as a snapshot, its VM gone), resume, fork into children, through mayfly pause/fork on the VM's control socket. */
 #include "serve/live.h"
 #include "clock.h"
+#include "fs_tree.h"
 #include "log.h"
 
 #include <errno.h>
@@ -189,7 +190,7 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 	}
 	/* The restored VM has its snapshot's files open: the names can go,
 	 * and the next pause writes a new one. */
-	registry_remove_tree(dir);
+	fs_remove_tree(dir);
 	service_record(sb, "running");
 	metrics_observe(&svc->metrics, M_RESTORE, clock_now_ns() - t0);
 	set_state(svc, sb, SB_RUNNING);
@@ -263,7 +264,7 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 			n++;
 	}
 	/* Every child has the snapshot's files open: the names can go. */
-	registry_remove_tree(dir);
+	fs_remove_tree(dir);
 	audit(svc, sb, caller, "fork", dir, rc ? -EIO : 0, rc ? err : "");
 	if (rc) {
 		char why[100];

@@ -2,6 +2,7 @@
 #include "serve/registry.h"
 #include "atomic_file.h"
 #include "config.h"
+#include "fs_tree.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -153,55 +154,6 @@ bool registry_pid_alive(pid_t pid)
 	return f && *f != 'Z' && *f != 'X';
 }
 
-static int remove_at(int dirfd, const char *name, dev_t dev)
-{
-	struct stat st;
-	int rc = 0;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (S_ISDIR(st.st_mode)) {
-		int fd;
-		DIR *d;
-		struct dirent *e;
-
-		if (st.st_dev != dev)
-			return -EXDEV;   /* a mount: never into it */
-		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			return -errno;
-		}
-		while ((e = readdir(d))) {
-			int r;
-
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			r = remove_at(fd, e->d_name, dev);
-			rc = rc ? rc : r;
-		}
-		closedir(d);
-		if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-			rc = rc ? rc : -errno;
-		return rc;
-	}
-	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
-int registry_remove_tree(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	return remove_at(AT_FDCWD, dir, st.st_dev);
-}
-
 /* <base>/<prefix><id>-XXXXXX: the jail directories mkdtemp made for id. */
 static void remove_jail_dirs(const char *base, const char *prefix, const char *id)
 {
@@ -217,7 +169,7 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, want, wl) && strlen(e->d_name) == wl + 6 &&
 		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < (int)sizeof(path))
-			registry_remove_tree(path);
+			fs_remove_tree(path);
 	closedir(d);
 }
 
@@ -261,7 +213,7 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	*killed = 0;
 	/* A fork's snapshot lives only until its children are restored. */
 	snprintf(sbdir, sizeof(sbdir), "%s/forks", state);
-	registry_remove_tree(sbdir);
+	fs_remove_tree(sbdir);
 	snprintf(sbdir, sizeof(sbdir), "%s/sb", state);
 	d = opendir(sbdir);
 	if (!d)
@@ -279,7 +231,7 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 		} else if (config_id_valid(e->d_name)) {
 			registry_clean_vm(p, e->d_name, 0);
 		}
-		if (registry_remove_tree(dir))
+		if (fs_remove_tree(dir))
 			log_warn("serve: cannot remove %s left by a previous run", dir);
 		cleaned++;
 	}

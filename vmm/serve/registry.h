@@ -45,9 +45,6 @@ uint64_t registry_pid_start(pid_t pid);
 /* pid is a live process: not gone, not a zombie nobody reaped yet. */
 bool registry_pid_alive(pid_t pid);
 
-/* Remove dir and everything under it, never following a symbolic link or
- * crossing a mount. 0 or -errno (the first failure; it goes on). */
-int registry_remove_tree(const char *dir);
 
 /* A VM's leftovers, once its process is gone: its cgroup, its jail
  * directories. Best effort. */

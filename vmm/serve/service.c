@@ -4,6 +4,7 @@
 #include "agent/client.h"
 #include "agent/vm_agent.h"
 #include "clock.h"
+#include "fs_tree.h"
 #include "log.h"
 #include "protocol.h"
 
@@ -133,7 +134,7 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
 		supervise_stop(sb->pid, SUPERVISE_TERM_GRACE_MS, &status);
 	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
-	if (registry_remove_tree(sb->dir))
+	if (fs_remove_tree(sb->dir))
 		log_warn("serve: cannot remove %s", sb->dir);
 	free_sandbox(sb);
 }
@@ -188,7 +189,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	fresh = mkdir(sb->dir, 0700) == 0;
 	if ((!fresh && errno != EEXIST) || (mkdir(vmdir, 0700) < 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot create %s: %s", vmdir, strerror(errno));
-		registry_remove_tree(fresh ? sb->dir : vmdir);
+		fs_remove_tree(fresh ? sb->dir : vmdir);
 		free(c);
 		return 500;
 	}
@@ -228,7 +229,7 @@ out_stop:
 out_clean:
 	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
 out_remove:
-	registry_remove_tree(fresh ? sb->dir : vmdir);
+	fs_remove_tree(fresh ? sb->dir : vmdir);
 	free(c);
 	return rc == -ECANCELED ? 503 : 500;
 }
@@ -791,7 +792,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 
 			supervise_stop(sb->pid, 0, &status);
 			registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
-			registry_remove_tree(sb->dir);
+			fs_remove_tree(sb->dir);
 			sb->state = SB_EXITED;
 			continue;
 		}
