@@ -107,7 +107,7 @@ static void ctl_failed(struct sandbox *sb, const char *what, int code, char *err
 {
 	char tail[300];
 
-	service_log_tail(sb, tail, sizeof(tail));
+	registry_log_tail(sb->dir, tail, sizeof(tail));
 	snprintf(err, errlen, "cannot %s sandbox %s (mayfly %s exited %d)%s%s", what, sb->id, what,
 		 code, tail[0] ? ": " : "", tail);
 }

@@ -63,39 +63,6 @@ static void wait_vm_socket(const struct service *svc, const struct sandbox *sb,
 			return;
 }
 
-/* The last line of the VM process's log: why it did not start. */
-void service_log_tail(const struct sandbox *sb, char *out, size_t len)
-{
-	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
-	ssize_t n;
-	int fd;
-
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "%s/log", sb->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = pread(fd, buf, sizeof(buf) - 1, lseek(fd, 0, SEEK_END) > (off_t)sizeof(buf) - 1 ?
-		  lseek(fd, 0, SEEK_END) - (off_t)sizeof(buf) + 1 : 0);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	end = buf + n;
-	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
-		*--end = '\0';
-	start = strrchr(buf, '\n');
-	start = start ? start + 1 : buf;
-	for (char *p = start; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-	n = (ssize_t)strlen(start);
-	if ((size_t)n >= len)
-		n = (ssize_t)len - 1;
-	memcpy(out, start, (size_t)n);
-	out[n] = '\0';
-}
-
 static void record_of(struct sandbox *sb, const char *state);
 
 void service_record(struct sandbox *sb, const char *state)
@@ -216,7 +183,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		char tail[300];
 
 		supervise_stop(sb->pid, 0, &status);
-		service_log_tail(sb, tail, sizeof(tail));
+		registry_log_tail(sb->dir, tail, sizeof(tail));
 		snprintf(err, errlen, "the sandbox's VM did not start: %s%s%s", why,
 			 tail[0] ? ": " : "", tail);
 		goto out_clean;

@@ -141,8 +141,6 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 void service_link(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
-/* The last line of sb's VM log (why it failed). */
-void service_log_tail(const struct sandbox *sb, char *out, size_t len);
 const char *service_state_name(enum sb_state st);
 
 /* One sandbox's JSON (the lock held or the sandbox held). */
