@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,29 +171,67 @@ int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_
 	return rc < 0 ? rc : (int)removed;
 }
 
+/* Wait for the child making the default snapshot. A stop signal sent to
+ * us meanwhile (blocked here, see below) is passed on to it, whose jail's
+ * supervisor hands it to the VM: an interrupted run ends now, with
+ * 128 + the signal, instead of after the snapshot and its command. SIGCHLD
+ * is blocked by our caller from before the fork, so no exit is missed. */
+static int wait_maker(pid_t child)
+{
+	int status, stop = 0;
+	sigset_t set;
+	pid_t r;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	while ((r = waitpid(child, &status, WNOHANG)) != child) {
+		int sig;
+
+		if (r < 0 && errno != EINTR)
+			return RUN_EXIT_MAYFLY;
+		sig = sigwaitinfo(&set, NULL);
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			if (!stop)
+				log_say("interrupted (%s): stopping the default snapshot", strsignal(sig));
+			stop = stop ? stop : sig;
+			kill(child, sig);
+		}
+	}
+	if (stop)
+		return 128 + stop;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* The default snapshot is made by a child process (single-threaded, as
  * we are here): its jail's namespaces, its VM's seccomp filters (the
  * "main" role forbids a new file, VM or thread) and, unjailed, the VM
  * itself stay there, and this process, unconfined, builds the run's own
- * VM after it. SIGINT, SIGTERM and SIGHUP stay blocked here meanwhile,
- * for that VM's signalfd; the child's jail supervisor passes on what it
- * is sent, and dies with us. */
+ * VM after it. SIGINT, SIGTERM and SIGHUP stay blocked here, for that
+ * VM's signalfd; the ones that come while the snapshot is made stop it. */
 static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t start_ns,
 			 bool show_output, const struct jail_config *jc)
 {
 	pid_t parent = getpid(), child;
-	int status;
+	sigset_t chld, old;
+	int code;
 
 	thread_block_stop_signals();
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	fflush(NULL);   /* nothing buffered is written twice */
 	child = fork();
 	if (child < 0) {
 		log_say("cannot fork for the default snapshot: %s", strerror(errno));
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return RUN_EXIT_MAYFLY;
 	}
 	if (child == 0) {
-		int code = RUN_EXIT_MAYFLY;
-
+		code = RUN_EXIT_MAYFLY;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		/* Nothing of the run's (its audit log, the terminal, the cache's
 		 * lock) goes into the snapshot's jail. */
 		closefrom(STDERR_FILENO + 1);
@@ -201,10 +240,9 @@ static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t 
 		fflush(NULL);
 		_exit(code);
 	}
-	while (waitpid(child, &status, 0) < 0)
-		if (errno != EINTR)
-			return RUN_EXIT_MAYFLY;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	code = wait_maker(child);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return code;
 }
 
 int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbose,
@@ -266,5 +304,7 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 		}
 	}
 	close(fd);   /* the lock goes with it */
+	if (code > 128 && code < 128 + NSIG)
+		return code;   /* interrupted: the run ends as the signal says */
 	return code ? RUN_EXIT_MAYFLY : 0;
 }
