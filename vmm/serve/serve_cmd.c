@@ -131,7 +131,7 @@ static int template(struct cli *c, struct service_template *t)
 	}
 	slash = strrchr(t->dir, '/');
 	snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
-	return template_shape(t);
+	return 0;
 }
 
 /* --template NAME=DIR (the form checked by cli.c): each another template. */
@@ -153,8 +153,6 @@ static int more_templates(struct cli *c, struct service_config *cfg)
 		}
 		slash = strrchr(t->dir, '/');
 		snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
-		if (template_shape(t))
-			return RUN_EXIT_MAYFLY;
 		cfg->ntmpl++;
 	}
 	return 0;
@@ -251,6 +249,15 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		log_say("serve: %s", err);
 		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
 	}
+	/* Each template read whole (after the usage checks above): one that is
+	 * no snapshot stops the start, not every create. */
+	for (unsigned i = 0; i < cfg->ntmpl; i++)
+		if (template_shape(&cfg->tmpl[i])) {
+			close(fd);
+			if (!c->serve.listen)
+				unlink(x->socket);
+			return RUN_EXIT_MAYFLY;
+		}
 	x->http = (struct http_server){
 		.listen_fd = fd, .svc = &x->svc, .tokens = c->serve.tokens ? &x->tokens : NULL,
 		.max_file = cfg->max_file,
