@@ -229,16 +229,20 @@ static void put_open(struct http_server *h, struct MHD_Connection *conn, struct 
 	int st;
 
 	rq->put_started = true;
-	if (api_check_path(path, err, sizeof(err)))
-		return fail_with(&rq->res, 400, err);
-	if (m && (!*m || *end || mode > 07777))
-		return fail_with(&rq->res, 400, "mode must be octal, at most 7777");
-	st = service_get(h->svc, rq->m.id, &rq->sb, err, sizeof(err));
-	if (st) {
-		rq->sb = NULL;
-		return fail_with(&rq->res, st, err);
+	if (api_check_path(path, err, sizeof(err))) {
+		fail_with(&rq->res, 400, err);
+	} else if (m && (!*m || *end || mode > 07777)) {
+		fail_with(&rq->res, 400, "mode must be octal, at most 7777");
+	} else {
+		st = service_get(h->svc, rq->m.id, &rq->sb, err, sizeof(err));
+		if (st) {
+			rq->sb = NULL;
+			fail_with(&rq->res, st, err);
+		} else {
+			calls_put_begin(h->svc, rq->sb, rq->caller, path, (uint32_t)mode, &rq->put,
+					&rq->res);
+		}
 	}
-	calls_put_begin(h->svc, rq->sb, rq->caller, path, (uint32_t)mode, &rq->put, &rq->res);
 }
 
 /* A PUT's end, or the connection's: the write committed (rc 0) or
