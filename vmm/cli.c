@@ -121,13 +121,13 @@ static const struct cli_option options[] = {
 	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "PCT",
 	  "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
-	{ "allow-net", O_ALLOW_NET, C_BOOT | C_RUN, "RULE", "let the guest reach RULE through its agent's HTTP proxy\n"
+	{ "allow-net", O_ALLOW_NET, C_BOOT | C_RUN | C_SNAP | C_MCP, "RULE", "let the guest reach RULE through its agent's HTTP proxy\n"
 	  "(HTTP_PROXY=http://127.0.0.1:3128 in every command):\n"
 	  "HOST, *.SUFFIX, HOST:PORT, an IP or CIDR with an optional\n"
 	  ":PORT ([IPV6]:PORT); repeatable. Loopback, private,\n"
 	  "link-local and metadata addresses only when a rule names\n"
 	  "them. None: no network at all (see docs/security.md)" },
-	{ "resolve", O_RESOLVE, C_BOOT | C_RUN, "HOST:ADDR", "HOST resolves to ADDR for --allow-net, not through\n"
+	{ "resolve", O_RESOLVE, C_BOOT | C_RUN | C_SNAP | C_MCP, "HOST:ADDR", "HOST resolves to ADDR for --allow-net, not through\n"
 	  "the host's DNS (repeatable)" },
 	{ "socket", O_SOCKET, C_SERVE, "PATH", "serve the API on the Unix socket PATH, mode 0600\n"
 	  "(default: STATE/api.sock)" },

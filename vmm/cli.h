@@ -23,7 +23,7 @@ struct cli {
 	struct vm_config vm;
 	struct run_opts run;
 	struct jail_config jail;   /* boot, run: --no-jail, --uid, --gid, --cpu-quota */
-	struct net_policy net;     /* boot, run: --allow-net, --resolve (never in a snapshot) */
+	struct net_policy net;     /* boot, run, snapshot, mcp: --allow-net, --resolve (never in a snapshot) */
 	int verbose;               /* -v count; vm.log_level follows it */
 	/* Which VM fields the user set (a snapshot must then agree with them). */
 	bool mem_given, cpus_given, kernel_given, rootfs_given;

@@ -1,4 +1,4 @@
-/* image_id.c - the content identity of a file: sha256 (libmd), remembered in the cache by its stat identity. */
+/* image_id.c - the content identity of a file: sha256 (libmd), remembered in the cache by its stat identity; a sparse digest for a snapshot's own files. */
 #include "image_id.h"
 #include "atomic_file.h"
 #include "snapshot/codec.h"
@@ -198,6 +198,152 @@ int image_id_fd(int fd, struct image_id *id, const char **why)
 		return snap_why(why, rc, "cannot hash a snapshot file: %s",
 				rc == -EAGAIN ? "it changed while being read" : strerror(-rc));
 	return 0;
+}
+
+/* ---- the sparse digest of a snapshot's own files ---- */
+
+#define SPARSE_PAGE 4096u
+static const char sparse_tag[16] = "mayfly-sparse-1";
+
+static bool span_is_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static void put_le64(SHA2_CTX *ctx, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	SHA256Update(ctx, b, sizeof(b));
+}
+
+/* Hash the nonzero pages of len bytes read from file offset off (page
+ * aligned): each as its page number, then its bytes. */
+static void sparse_pages(SHA2_CTX *ctx, const uint8_t *buf, size_t len, uint64_t off)
+{
+	for (size_t i = 0; i < len; i += SPARSE_PAGE) {
+		size_t n = len - i < SPARSE_PAGE ? len - i : SPARSE_PAGE;
+
+		if (span_is_zero(buf + i, n))
+			continue;
+		put_le64(ctx, (off + i) / SPARSE_PAGE);
+		SHA256Update(ctx, buf + i, n);
+	}
+}
+
+/* Hash [from, to) of fd (from page aligned) through buf. */
+static int sparse_range(int fd, SHA2_CTX *ctx, uint8_t *buf, uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		size_t want = to - from < HASH_CHUNK ? (size_t)(to - from) : HASH_CHUNK, got = 0;
+
+		while (got < want) {
+			ssize_t n = pread(fd, buf + got, want - got, (off_t)(from + got));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n < 0 ? -errno : -EAGAIN;   /* it shrank */
+			got += (size_t)n;
+		}
+		sparse_pages(ctx, buf, want, from);
+		from += want;
+	}
+	return 0;
+}
+
+/* SHA-256 of the tag, the size, and each nonzero page with its number:
+ * holes and zero pages cost a seek, not a hash, and a copy that filled the
+ * holes with zeros has the same digest. */
+static int sparse_hash(int fd, uint64_t size, uint8_t sha[IMAGE_HASH_LEN])
+{
+	uint8_t *buf = malloc(HASH_CHUNK);
+	uint64_t off = 0;
+	SHA2_CTX ctx;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	SHA256Init(&ctx);
+	SHA256Update(&ctx, (const uint8_t *)sparse_tag, sizeof(sparse_tag));
+	put_le64(&ctx, size);
+	while (!rc && off < size) {
+		off_t data = lseek(fd, (off_t)off, SEEK_DATA), hole;
+
+		if (data < 0 && errno == ENXIO)
+			break;       /* only holes from off on */
+		if (data < 0) {
+			rc = -errno;
+			break;
+		}
+		data &= ~(off_t)(SPARSE_PAGE - 1);
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		/* Whole pages: a hole may start inside one. */
+		if ((uint64_t)hole < size && (hole & (SPARSE_PAGE - 1)))
+			hole = (hole | (off_t)(SPARSE_PAGE - 1)) + 1;
+		if ((uint64_t)hole > size)
+			hole = (off_t)size;
+		rc = sparse_range(fd, &ctx, buf, (uint64_t)data, (uint64_t)hole);
+		off = (uint64_t)hole;
+	}
+	SHA256Final(sha, &ctx);
+	free(buf);
+	return rc;
+}
+
+/* id's stat identity and sparse digest of the open regular file fd. */
+static int sparse_id(int fd, struct image_id *id)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	memset(id, 0, sizeof(*id));
+	fill_stat(id, &st);
+	rc = sparse_hash(fd, id->size, id->sha256);
+	/* The file changed while it was read: this digest names nothing. */
+	if (!rc && (fstat(fd, &st) < 0 || !image_id_same_file(id, &st)))
+		rc = -EAGAIN;
+	return rc;
+}
+
+int image_id_sparse_fd(int fd, struct image_id *id, const char **why)
+{
+	int rc = sparse_id(fd, id);
+
+	if (rc)
+		return snap_why(why, rc, "cannot hash a snapshot file: %s",
+				rc == -EAGAIN ? "it changed while being read" : strerror(-rc));
+	return 0;
+}
+
+int image_id_check_sparse(const char *path, const struct image_id *id, const char **why)
+{
+	struct image_id now;
+	struct stat st;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return snap_why(why, -errno, "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) == 0 && image_id_same_file(id, &st)) {
+		close(fd);
+		return 0;
+	}
+	rc = sparse_id(fd, &now);
+	close(fd);
+	if (rc)
+		return snap_why(why, rc, "cannot hash '%s': %s", path,
+				rc == -EAGAIN ? "it changed while being read" : strerror(-rc));
+	return now.size != id->size || memcmp(now.sha256, id->sha256, IMAGE_HASH_LEN) ? -ESTALE : 0;
 }
 
 int image_id_remembered(int fd, struct image_id *id)

@@ -33,6 +33,19 @@ int image_id_get(const char *path, struct image_id *id, const char **why);
  * no hash cache: a jailed VM has none). 0, or -errno with *why. */
 int image_id_fd(int fd, struct image_id *id, const char **why);
 
+/* A snapshot's own file (memory, an overlay: written by mayfly, sparse,
+ * then only read): its stat identity and, instead of the sha256 of every
+ * byte, the sparse digest: SHA-256 of a tag, the size, and each nonzero
+ * 4 KiB page preceded by its page number (docs/snapshot.md). Holes are
+ * skipped by SEEK_DATA/SEEK_HOLE, so the cost follows the data, not the
+ * size. 0, or -errno with *why (-EAGAIN: it changed while read). */
+int image_id_sparse_fd(int fd, struct image_id *id, const char **why);
+
+/* image_id_check for such a file: 0 when its stat identity is id's (no
+ * read) or, failing that (a copy), its sparse digest and size are; else
+ * -ESTALE, or -errno with *why. No hash cache: copies are rare. */
+int image_id_check_sparse(const char *path, const struct image_id *id, const char **why);
+
 /* The identity of the open file fd only if its hash is remembered in
  * <cache>/hashes/ (no read): 0, or -ENOENT (never hashed, or changed). */
 int image_id_remembered(int fd, struct image_id *id);

@@ -133,7 +133,7 @@ static int check_own_file(const struct snapshot *s, const char *name, const stru
 	int rc = snapshot_path(s->dir, name, path, sizeof(path));
 
 	if (!rc)
-		rc = image_id_check(path, id, why);
+		rc = image_id_check_sparse(path, id, why);
 	if (rc == -ESTALE)
 		return snap_why(why, rc, "'%s' is not the file this snapshot wrote (changed or "
 				"corrupt): make the snapshot again", path);
@@ -312,10 +312,10 @@ int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
 {
 	struct snap_out o;
 	struct stat st;
-	int rc = image_id_fd(fds->memory, &f->memory, why);
+	int rc = image_id_sparse_fd(fds->memory, &f->memory, why);
 
 	if (!rc && f->has_overlay)
-		rc = image_id_fd(fds->overlay, &f->overlay, why);
+		rc = image_id_sparse_fd(fds->overlay, &f->overlay, why);
 	if (rc)
 		return rc;
 	snap_out_init(&o);

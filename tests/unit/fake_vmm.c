@@ -6,7 +6,10 @@
  * $MAYFLY_AGENT --fd (one agent process per connection, home $FAKE_VMM_HOME
  * or /tmp). SIGTERM ends it (and its agents): exit 0, PATH removed.
  * $FAKE_VMM_FAIL set: it exits 1 at once with one line, like a VM that
- * cannot start.
+ * cannot start; $FAKE_VMM_FAIL_NTH=N: only the Nth VM restored from a
+ * fork's snapshot (a DIR under .../forks/) does (counted in
+ * $FAKE_VMM_HOME/fork-starts).
+ * usage: fake_vmm fork ... --out DIR: a fork that saved nothing: DIR made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,16 +52,43 @@ static void serve_one(int c, const char *agent, const char *home)
 	_exit(127);
 }
 
+/* Whether this start is the $FAKE_VMM_FAIL_NTH start of a fork's child. */
+static int nth_fork_child(const char *snap, const char *home)
+{
+	const char *nth = getenv("FAKE_VMM_FAIL_NTH");
+	char path[4096];
+	struct stat st;
+	int fd;
+
+	if (!nth || !snap || !strstr(snap, "/forks/"))
+		return 0;
+	snprintf(path, sizeof(path), "%s/fork-starts", home ? home : "/tmp");
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	/* One byte per start, appended: the size after ours is our number. */
+	if (fd < 0 || write(fd, "x", 1) != 1 || fstat(fd, &st) < 0)
+		return 0;
+	close(fd);
+	return st.st_size == atoi(nth);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *agent = getenv("MAYFLY_AGENT"), *home = getenv("FAKE_VMM_HOME");
+	const char *snap = NULL, *out = NULL;
 	int fd;
 
-	for (int i = 1; i + 1 < argc; i++)
+	for (int i = 1; i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--vsock"))
 			sock_path = argv[i + 1];
-	if (getenv("FAKE_VMM_FAIL")) {
+		if (!strcmp(argv[i], "--snapshot"))
+			snap = argv[i + 1];
+		if (!strcmp(argv[i], "--out"))
+			out = argv[i + 1];
+	}
+	if (argc > 1 && !strcmp(argv[1], "fork"))
+		return out && mkdir(out, 0700) == 0 ? 0 : 1;
+	if (getenv("FAKE_VMM_FAIL") || nth_fork_child(snap, home)) {
 		fprintf(stderr, "mayfly: cannot restore: a fake failure\n");
 		return 1;
 	}

@@ -463,3 +463,23 @@ Test(cli, allow_net_and_resolve_fill_the_policy)
 	EXPECT_ERROR(CLI_EXEC, "unknown option '--allow-net'", "--vsock", "s", "--allow-net",
 		     "a.test", "--", "true");
 }
+
+/* snapshot create (for its --setup commands) and mcp (its one sandbox) take
+ * the same rules, through the same parser and limits. */
+Test(cli, snapshot_and_mcp_take_the_network_rules)
+{
+	char err[256] = "";
+
+	cr_assert_eq(PARSE(CLI_SNAPSHOT, err, "--allow-net", "pypi.org:443", "--resolve",
+			   "pypi.org:127.0.0.1", "--out", "d"), CLI_OK, "%s", err);
+	cr_assert_eq(c.net.nr_rules, 1);
+	cr_assert_eq(c.net.rules[0].port, 443);
+	cr_assert_eq(c.net.nr_resolves, 1);
+	cr_assert_eq(PARSE(CLI_MCP, err, "--allow-net", "*.example.com"), CLI_OK, "%s", err);
+	cr_assert_eq(c.net.nr_rules, 1);
+	cr_assert_eq(c.net.rules[0].kind, NET_RULE_SUFFIX);
+	EXPECT_ERROR(CLI_SNAPSHOT, "bad --allow-net", "--allow-net", "a..test", "--out", "d");
+	EXPECT_ERROR(CLI_MCP, "--resolve goes with --allow-net", "--resolve", "a.test:10.0.0.1");
+	EXPECT_ERROR(CLI_PAUSE, "unknown option '--allow-net'", "--vsock", "s", "--out", "d",
+		     "--allow-net", "a.test");
+}

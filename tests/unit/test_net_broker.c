@@ -5,12 +5,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "net/broker.h"
+#include "seccomp/seccomp.h"
 
 static struct net_policy policy;
 static int sv[2] = { -1, -1 };
@@ -190,4 +192,121 @@ Test(net_broker, the_process_starts_serves_and_is_reaped, .init = setup, .fini =
 	/* Reaped: no child of ours is left. */
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
 	cr_assert_eq(errno, ECHILD);
+}
+
+/* pid's "Seccomp:" mode, once it is 2 or after 10 s (the first broker
+ * process forks its workers before its filter, and they may answer first). */
+static int seccomp_mode(pid_t pid)
+{
+	char path[64], line[256];
+	int mode = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int i = 0; i < 1000 && mode != 2; i++) {
+		FILE *f = fopen(path, "r");
+
+		cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "Seccomp: %d", &mode);
+		fclose(f);
+		if (mode != 2)
+			usleep(10000);
+	}
+	return mode;
+}
+
+/* The broker process under its own filter: /etc/hosts, a DNS lookup that
+ * fails (a 1 s resolver timeout at most), a connect and the socket passed
+ * back, all without a forbidden call (which would end it: no answer). */
+Test(net_broker, the_process_resolves_and_connects_under_its_seccomp_filter, .init = setup,
+     .fini = teardown)
+{
+	struct net_broker_rep rep;
+	struct net_broker b;
+	struct pollfd pfd;
+	char path[80];
+	int fd = -1, worker, workers = 0;
+	FILE *f;
+
+	add("localhost");
+	add("127.0.0.1");
+	add("nothing.invalid");
+	start();
+	setenv("RES_OPTIONS", "timeout:1 attempts:1", 1);
+	seccomp_enable(true);
+	cr_assert_eq(net_broker_start(&b, &policy, 65534, 65534), 0);
+	seccomp_enable(false);
+	unsetenv("RES_OPTIONS");
+
+	cr_assert_eq(net_broker_ask(b.fd, 1, "localhost", port), 0);
+	pfd = (struct pollfd){ .fd = b.fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 10000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0, "the broker died (a forbidden call?)");
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	cr_assert_str_eq(rep.rule, "localhost");
+	close(fd);
+
+	cr_assert_eq(net_broker_ask(b.fd, 2, "nothing.invalid", 80), 0);
+	cr_assert_eq(poll(&pfd, 1, 20000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0, "the broker died in DNS (a forbidden call?)");
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(rep.err, -EHOSTUNREACH, "%d %s", rep.err, rep.reason);
+
+	cr_assert_eq(seccomp_mode(b.pid), 2, "the broker has no seccomp filter");
+	/* Its workers too. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)b.pid, (int)b.pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fscanf(f, "%d", &worker) == 1) {
+		cr_assert_eq(seccomp_mode(worker), 2, "worker %d has no seccomp filter", worker);
+		workers++;
+	}
+	fclose(f);
+	cr_assert_eq(workers, NET_BROKER_WORKERS - 1);
+	net_broker_stop(&b);
+}
+
+/* A connect that hangs: a listener whose accept queue is full drops the
+ * SYNs, so a request to it is stuck until NET_CONNECT_TIMEOUT_MS. A second
+ * request, sent after it, is answered first: the stuck one holds one
+ * worker, not the broker. */
+Test(net_broker, a_stuck_request_does_not_hold_up_the_next, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	struct net_broker_rep rep;
+	struct net_broker b;
+	struct pollfd pfd;
+	int full, filler, fd = -1;
+
+	full = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(full, 0);
+	cr_assert_eq(bind(full, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(full, 0), 0);
+	cr_assert_eq(getsockname(full, (struct sockaddr *)&sin, &sl), 0);
+	filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(filler, (struct sockaddr *)&sin, sizeof(sin)), 0, "%s", strerror(errno));
+
+	add("127.0.0.1");
+	start();
+	cr_assert_eq(net_broker_start(&b, &policy, 65534, 65534), 0);
+	cr_assert_eq(net_broker_ask(b.fd, 1, "127.0.0.1", ntohs(sin.sin_port)), 0);
+	usleep(100000);   /* let a worker take it first (the order is the point) */
+	cr_assert_eq(net_broker_ask(b.fd, 2, "127.0.0.1", port), 0);
+	pfd = (struct pollfd){ .fd = b.fd, .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 20000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0);
+	cr_assert_eq(rep.id, 2, "the second request waited for the stuck one (answer %u: %s)",
+		     rep.id, rep.reason);
+	cr_assert_geq(fd, 0, "%s", rep.reason);
+	close(fd);
+	/* The stuck one ends by its own timeout, answered. */
+	cr_assert_eq(poll(&pfd, 1, 2 * NET_CONNECT_TIMEOUT_MS + 10000), 1);
+	cr_assert_eq(net_broker_answer(b.fd, &rep, &fd), 0);
+	cr_assert_eq(rep.id, 1);
+	cr_assert_eq(rep.err, -ETIMEDOUT, "%d %s", rep.err, rep.reason);
+	net_broker_stop(&b);
+	close(filler);
+	close(full);
 }

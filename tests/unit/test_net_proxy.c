@@ -15,6 +15,7 @@
 #include "event.h"
 #include "net/proxy.h"
 #include "net/sni.h"
+#include "net/socks.h"
 
 static struct net_policy policy;
 static struct event_loop loop;
@@ -25,7 +26,7 @@ static int listener = -1;
 static uint16_t port;
 static unsigned nr_allowed, nr_refused;
 static struct net_outcome last;
-static char last_reason[512], last_addr[64];
+static char last_reason[512], last_addr[64], last_method[32];
 
 static void record(void *opaque, const struct net_outcome *o)
 {
@@ -37,6 +38,7 @@ static void record(void *opaque, const struct net_outcome *o)
 	last = *o;
 	snprintf(last_reason, sizeof(last_reason), "%s", o->reason);
 	snprintf(last_addr, sizeof(last_addr), "%s", o->addr);   /* o's strings are the connection's */
+	snprintf(last_method, sizeof(last_method), "%s", o->method);
 }
 
 static void *serve(void *arg)
@@ -167,6 +169,24 @@ static void expect_refusal(const char *head, const char *status, const char *rea
 	cr_assert(strstr(last_reason, reason), "'%s'", last_reason);
 }
 
+/* The server's side of a connection the proxy made for fd: "hello" up,
+ * "world!" down, both whole. The server's socket. */
+static int hello_world(int fd)
+{
+	char buf[16];
+	int srv = accept(listener, NULL, NULL);
+
+	cr_assert_geq(srv, 0);
+	cr_assert_eq(send(fd, "hello", 5, 0), 5);
+	spin(50);
+	cr_assert_eq(recv(srv, buf, sizeof(buf), MSG_DONTWAIT), 5);
+	cr_assert_eq(send(srv, "world!", 6, 0), 6);
+	spin_until_readable(fd);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 6);
+	cr_assert_eq(memcmp(buf, "world!", 6), 0);
+	return srv;
+}
+
 Test(net_proxy, connect_relays_both_ways, .init = setup, .fini = teardown)
 {
 	char head[128], buf[128];
@@ -181,15 +201,7 @@ Test(net_proxy, connect_relays_both_ways, .init = setup, .fini = teardown)
 	spin_until_readable(fd);
 	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 39);
 	cr_assert_eq(memcmp(buf, "HTTP/1.1 200 Connection established\r\n\r\n", 39), 0);
-	srv = accept(listener, NULL, NULL);
-	cr_assert_geq(srv, 0);
-	cr_assert_eq(send(fd, "hello", 5, 0), 5);
-	spin(50);
-	cr_assert_eq(recv(srv, buf, sizeof(buf), MSG_DONTWAIT), 5);
-	cr_assert_eq(send(srv, "world!", 6, 0), 6);
-	spin_until_readable(fd);
-	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 6);
-	cr_assert_eq(memcmp(buf, "world!", 6), 0);
+	srv = hello_world(fd);
 	close(fd);
 	spin(50);
 	cr_assert_eq(recv(srv, buf, sizeof(buf), MSG_DONTWAIT), 0);   /* the EOF passed on */
@@ -514,4 +526,138 @@ Test(net_proxy, a_refused_client_that_never_stops_sending_is_cut_off, .init = se
 	cr_assert_eq(px.nr_conns, 0, "still open after %zu bytes", sent);
 	cr_assert_lt(sent, NET_LINGER_MAX + (2u << 20));
 	close(fd);
+}
+
+/* ---- SOCKS5 on the same port ---- */
+
+/* A SOCKS5 client: its greeting and CONNECT request to name:p, sent at once
+ * (as socks5h clients may pipeline them). */
+static int socks_connect(const char *name, uint16_t p)
+{
+	uint8_t msg[3 + 5 + NET_HOST_MAX + 2] = { 5, 1, 0, 5, 1, 0, 3 };
+	size_t len = strlen(name), n = 7;
+	int fd = net_proxy_accept(&px);
+
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	msg[n++] = (uint8_t)len;
+	memcpy(msg + n, name, len);
+	n += len;
+	msg[n++] = (uint8_t)(p >> 8);
+	msg[n++] = (uint8_t)p;
+	cr_assert_eq(send(fd, msg, n, 0), (ssize_t)n);
+	return fd;
+}
+
+Test(net_proxy, socks5_connect_relays_both_ways, .init = setup, .fini = teardown)
+{
+	static const uint8_t ok[] = { 5, 0, 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+	uint8_t buf[64];
+	size_t got = 0;
+	int fd, srv;
+
+	rule("svc.test:%u");
+	rule("127.0.0.1");
+	resolve("svc.test:127.0.0.1");
+	start();
+	fd = socks_connect("svc.test", port);
+	while (got < sizeof(ok)) {
+		ssize_t n;
+
+		spin_until_readable(fd);
+		n = recv(fd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+		cr_assert_gt(n, 0);
+		got += (size_t)n;
+	}
+	cr_assert_eq(got, sizeof(ok));
+	cr_assert_eq(memcmp(buf, ok, sizeof(ok)), 0, "the method, then success");
+	srv = hello_world(fd);
+	close(fd);
+	close(srv);
+	spin(50);
+	cr_assert_eq(px.nr_conns, 0);
+	cr_assert_eq(nr_allowed, 1);
+	cr_assert_str_eq(last_method, "SOCKS5");
+	cr_assert_eq(last.bytes_up, 5);
+}
+
+/* The whole answer to a refused SOCKS5 client, then EOF. */
+static void expect_socks_refusal(int fd, const uint8_t *want, size_t len, const char *reason)
+{
+	char buf[64];
+
+	cr_assert_eq(read_all(fd, buf, sizeof(buf)), len);
+	cr_assert_eq(memcmp(buf, want, len), 0, "%02x %02x %02x %02x", (uint8_t)buf[0],
+		     (uint8_t)buf[1], (uint8_t)buf[2], (uint8_t)buf[3]);
+	cr_assert(strstr(last_reason, reason), "'%s'", last_reason);
+	close(fd);
+}
+
+Test(net_proxy, socks5_refusals_carry_their_codes, .init = setup, .fini = teardown)
+{
+	static const uint8_t not_allowed[] = { 5, 0, 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t refused[] = { 5, 0, 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t bind_req[] = { 5, 1, 0, 5, 2, 0, 1, 1, 2, 3, 4, 0, 80 };
+	static const uint8_t bad_command[] = { 5, 0, 5, 7, 0, 1, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t auth_only[] = { 5, 1, 2 }, no_method[] = { 5, 0xff };
+	int fd, closed;
+
+	rule("svc.test:%u");
+	rule("127.0.0.1");
+	resolve("svc.test:127.0.0.1");
+	start();
+	expect_socks_refusal(socks_connect("evil.test", 443), not_allowed, sizeof(not_allowed),
+			     "evil.test port 443 is not allowed by any --allow-net rule");
+	/* A port nobody listens on: the broker's ECONNREFUSED. */
+	closed = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	{
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t sl = sizeof(sin);
+		char r[32];
+
+		cr_assert_eq(bind(closed, (struct sockaddr *)&sin, sizeof(sin)), 0);
+		cr_assert_eq(getsockname(closed, (struct sockaddr *)&sin, &sl), 0);
+		snprintf(r, sizeof(r), "svc.test:%u", ntohs(sin.sin_port));
+		rule(r);
+		expect_socks_refusal(socks_connect("svc.test", ntohs(sin.sin_port)), refused,
+				     sizeof(refused), "cannot connect");
+	}
+	close(closed);
+	fd = net_proxy_accept(&px);
+	cr_assert_eq(send(fd, bind_req, sizeof(bind_req), 0), (ssize_t)sizeof(bind_req));
+	expect_socks_refusal(fd, bad_command, sizeof(bad_command), "only SOCKS5 CONNECT");
+	fd = net_proxy_accept(&px);
+	cr_assert_eq(send(fd, auth_only, sizeof(auth_only), 0), (ssize_t)sizeof(auth_only));
+	expect_socks_refusal(fd, no_method, sizeof(no_method), "no method without authentication");
+	spin(50);
+	cr_assert_eq(px.nr_conns, 0);
+	cr_assert_eq(nr_allowed, 0);
+}
+
+/* As curl does: the greeting, its answer awaited, then the request. */
+Test(net_proxy, socks5_greeting_then_request_in_turn, .init = setup, .fini = teardown)
+{
+	static const uint8_t greet[] = { 5, 1, 0 }, method[] = { 5, 0 };
+	static const uint8_t ok[] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+	uint8_t req[10] = { 5, 1, 0, 1, 127, 0, 0, 1 }, buf[16];
+	int fd = net_proxy_accept(&px), srv;
+
+	rule("127.0.0.1:%u");
+	start();
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, greet, sizeof(greet), 0), 3);
+	spin_until_readable(fd);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 2);
+	cr_assert_eq(memcmp(buf, method, 2), 0);
+	req[8] = (uint8_t)(port >> 8);
+	req[9] = (uint8_t)port;
+	cr_assert_eq(send(fd, req, sizeof(req), 0), 10);
+	spin_until_readable(fd);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 10);
+	cr_assert_eq(memcmp(buf, ok, sizeof(ok)), 0);
+	srv = hello_world(fd);
+	close(fd);
+	close(srv);
+	spin(50);
+	cr_assert_eq(nr_allowed, 1);
 }

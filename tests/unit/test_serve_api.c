@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "serve/api.h"
+#include "net/rules.h"
 
 static int route(const char *method, const char *url, struct api_match *m)
 {
@@ -112,6 +113,52 @@ Test(serve_api, bad_create_bodies_are_refused_naming_the_member)
 	refused_create("{\"env\":{\"A=B\":\"1\"}}", "\"env\"");
 	refused_create("{\"env\":{\"A\":1}}", "\"env\"");
 	refused_create("{\"ttl\":1,\"ttl\":2}", "malformed JSON");
+}
+
+/* allow_net and resolve: run's --allow-net and --resolve strings, kept as
+ * given for each VM process, checked by the same parser and limits. */
+Test(serve_api, create_takes_network_rules_checked_as_the_command_line)
+{
+	const char *body = "{\"allow_net\":[\"pypi.org:443\",\"*.test\",\"[fd00::/8]:80\"],"
+			   "\"resolve\":[\"a.test:127.0.0.1\"]}";
+	struct api_create c, none;
+	struct api_net copy;
+	char err[200];
+
+	cr_assert_eq(api_parse_create(body, strlen(body), &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.net.nallow, 3);
+	cr_assert_str_eq(c.net.allow[0], "pypi.org:443");
+	cr_assert_str_eq(c.net.allow[2], "[fd00::/8]:80");
+	cr_assert_eq(c.net.nresolve, 1);
+	cr_assert_str_eq(c.net.resolve[0], "a.test:127.0.0.1");
+	cr_assert_eq(api_net_copy(&copy, &c.net), 0);
+	api_create_free(&c);
+	cr_assert_str_eq(copy.allow[1], "*.test", "the copy outlives the request");
+	cr_assert_str_eq(copy.resolve[0], "a.test:127.0.0.1");
+	api_net_free(&copy);
+	cr_assert_eq(api_parse_create("{}", 2, &none, err, sizeof(err)), 0);
+	cr_assert_eq(none.net.nallow, 0, "no rule: no network");
+	api_create_free(&none);
+}
+
+Test(serve_api, bad_network_rules_are_refused_naming_the_member)
+{
+	char many[64 * 12 + 32];
+	size_t n;
+
+	refused_create("{\"allow_net\":\"a.test\"}", "\"allow_net\" must be an array");
+	refused_create("{\"allow_net\":[1]}", "\"allow_net\"[0] must be a string");
+	refused_create("{\"allow_net\":[\"a.test\",\"a.test:0\"]}", "\"allow_net\"[1]: bad --allow-net");
+	refused_create("{\"allow_net\":[\"*\"]}", "\"allow_net\"[0]");
+	refused_create("{\"allow_net\":[\"a\\u0000b\"]}", "\\u0000 is not allowed");
+	refused_create("{\"allow_net\":[\"a.test\"],\"resolve\":[\"a.test\"]}",
+		       "\"resolve\"[0]: bad --resolve");
+	refused_create("{\"resolve\":[\"a.test:10.0.0.1\"]}", "\"resolve\" goes with \"allow_net\"");
+	n = (size_t)snprintf(many, sizeof(many), "{\"allow_net\":[");
+	for (int i = 0; i <= NET_MAX_RULES; i++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"h%d.test\"", i ? "," : "", i);
+	snprintf(many + n, sizeof(many) - n, "]}");
+	refused_create(many, "more than 64 members");
 }
 
 Test(serve_api, exec_takes_argv_env_cwd_stdin_and_timeout)

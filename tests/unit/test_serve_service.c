@@ -1,6 +1,7 @@
-/* test_serve_service.c - mayfly serve's sandboxes with a fake VMM (tests/unit/fake_vmm.c: the real guest agent behind boot's socket protocol, no KVM): create, exec streamed, files, a delete racing an exec, a VM that does not start, the warm pool, the drain. */
+/* test_serve_service.c - mayfly serve's sandboxes with a fake VMM (tests/unit/fake_vmm.c: the real guest agent behind boot's socket protocol, no KVM): create, exec streamed, files, a delete racing an exec, a VM that does not start, a fork's children and a failing one, the warm pool, the drain. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "serve/calls.h"
+#include "serve/live.h"
 #include "serve/service.h"
 #include "fs_tree.h"
 
@@ -105,6 +107,7 @@ static void teardown(void)
 	cr_assert_eq(entries(sb), 0, "the drain left sandboxes on disk");
 	fs_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
+	unsetenv("FAKE_VMM_FAIL_NTH");
 }
 
 TestSuite(serve_service, .init = setup, .fini = teardown);
@@ -312,6 +315,63 @@ Test(serve_service, a_create_names_its_template_by_name_or_id_and_an_unknown_one
 	cr_assert_eq(entries(dir), 0);
 }
 
+static int fork_of(struct sandbox *parent, unsigned count, json_t **kids, char *err, size_t len)
+{
+	struct sandbox *held;
+	int st;
+
+	cr_assert_eq(service_get(svc, parent->id, &held, err, len), 0, "%s", err);
+	st = live_fork(svc, held, "test", count, kids, err, len);
+	service_put(svc, held);
+	return st;
+}
+
+Test(serve_service, a_fork_gives_n_children_and_a_failing_child_leaves_nothing)
+{
+	struct sandbox *parent = create(), *kid;
+	char err[400], dir[96], out[8192], path[128];
+	json_t *kids = NULL, *list;
+	unsigned count;
+
+	/* 5 children restored together: each is a sandbox that answers. */
+	cr_assert_eq(fork_of(parent, 5, &kids, err, sizeof(err)), 201, "%s", err);
+	cr_assert_eq(json_array_size(kids), 5);
+	for (size_t i = 0; i < 5; i++) {
+		const char *id = json_string_value(json_object_get(json_array_get(kids, i), "id"));
+
+		cr_assert_eq(service_get(svc, id, &kid, err, sizeof(err)), 0, "%s", err);
+		service_put(svc, kid);
+		exec(kid, "{\"argv\":[\"echo\",\"child\"]}", out, sizeof(out));
+		cr_assert(strstr(out, "\"data\":\"child\\n\""), "%s", out);
+		cr_assert_eq(service_delete(svc, id, err, sizeof(err)), 0, "%s", err);
+	}
+	json_decref(kids);
+
+	/* The third child fails: the fork is 500 naming it, and every child
+	 * made (the others, restored at the same time) is gone. */
+	snprintf(path, sizeof(path), "%s/fork-starts", home);
+	unlink(path);
+	setenv("FAKE_VMM_FAIL_NTH", "3", 1);
+	kids = NULL;
+	cr_assert_eq(fork_of(parent, 5, &kids, err, sizeof(err)), 500);
+	cr_assert_null(kids);
+	cr_assert(strstr(err, "child") && strstr(err, "a fake failure"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(entries(dir), 1, "only the parent's sandbox stays on disk");
+	snprintf(dir, sizeof(dir), "%s/forks", state);
+	cr_assert_eq(entries(dir), 0, "the fork's snapshot is left");
+	list = service_list(svc);
+	cr_assert_eq(json_array_size(list), 1, "only the parent is listed");
+	json_decref(list);
+	pthread_mutex_lock(&svc->lock);
+	count = svc->count;
+	pthread_mutex_unlock(&svc->lock);
+	cr_assert_eq(count, 1, "every child's place given back");
+	/* And the parent goes on. */
+	exec(parent, "{\"argv\":[\"true\"]}", out, sizeof(out));
+	cr_assert(strstr(out, "\"code\":0"), "%s", out);
+}
+
 static void pool_setup(void)
 {
 	start(2);
@@ -319,19 +379,25 @@ static void pool_setup(void)
 
 TestSuite(serve_pool, .init = pool_setup, .fini = teardown);
 
+/* Up to 5 s for the pools to hold their 2 VMs each (two templates);
+ * the gauges then into *g. */
+static void wait_pool_full(const char *what, struct metrics_gauges *g)
+{
+	for (int i = 0; i < 500; i++) {
+		service_gauges(svc, g);
+		if (g->pool_ready == 4)
+			return;
+		usleep(10000);
+	}
+	cr_assert_eq(g->pool_ready, 4, "the pools did not %s", what);
+}
+
 Test(serve_pool, fills_gives_and_refills)
 {
 	struct metrics_gauges g;
 	struct sandbox *sb;
-	int i;
 
-	for (i = 0; i < 500; i++) {
-		service_gauges(svc, &g);
-		if (g.pool_ready == 4)
-			break;
-		usleep(10000);
-	}
-	cr_assert_eq(g.pool_ready, 4, "the pools did not fill (2 per template)");
+	wait_pool_full("fill", &g);
 	cr_assert(g.ntmpl == 2 && g.tmpl_ready[0] == 2 && g.tmpl_ready[1] == 2);
 	sb = create();
 	service_gauges(svc, &g);
@@ -339,13 +405,7 @@ Test(serve_pool, fills_gives_and_refills)
 	cr_assert_eq(g.tmpl_ready[0], 1, "the default template's pool did not give it");
 	cr_assert_eq(g.tmpl_ready[1], 2, "another template's pool gave it");
 	cr_assert_str_eq(sb->rec.template, "fake");
-	for (i = 0; i < 500; i++) {
-		service_gauges(svc, &g);
-		if (g.pool_ready == 4)
-			break;
-		usleep(10000);
-	}
-	cr_assert_eq(g.pool_ready, 4, "the pool did not refill");
+	wait_pool_full("refill", &g);
 	{
 		json_t *list = service_list(svc);
 
@@ -353,5 +413,55 @@ Test(serve_pool, fills_gives_and_refills)
 		cr_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "id")),
 				 sb->id);
 		json_decref(list);
+	}
+}
+
+/* Whether pid's command line holds the two arguments a and b in a row. */
+static bool cmdline_has(pid_t pid, const char *a, const char *b)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	for (char *p = buf; p < buf + n; p += strlen(p) + 1)
+		if (!strcmp(p, a) && p + strlen(p) + 1 < buf + n && !strcmp(p + strlen(p) + 1, b))
+			return true;
+	return false;
+}
+
+/* A pooled VM's broker was forked with its rules before the jail: a create
+ * with rules gets a VM of its own, started with them; the pool stays. */
+Test(serve_pool, a_create_with_network_rules_boots_its_own_vm_with_them)
+{
+	const char *body = "{\"allow_net\":[\"a.test:443\"],\"resolve\":[\"a.test:127.0.0.1\"]}";
+	struct metrics_gauges g;
+	struct api_create req;
+	struct sandbox *sb;
+	char err[400];
+	int st;
+
+	wait_pool_full("fill", &g);
+	cr_assert_eq(api_parse_create(body, strlen(body), &req, err, sizeof(err)), 0, "%s", err);
+	st = service_create(svc, &req, &sb, err, sizeof(err));
+	api_create_free(&req);
+	cr_assert_eq(st, 201, "create: %d %s", st, err);
+	service_put(svc, sb);
+	service_gauges(svc, &g);
+	cr_assert_eq(g.pool_ready, 4, "a pooled VM was taken");
+	cr_assert(cmdline_has(sb->pid, "--allow-net", "a.test:443"));
+	cr_assert(cmdline_has(sb->pid, "--resolve", "a.test:127.0.0.1"));
+	{
+		json_t *j = service_sandbox_json(sb), *allow = json_object_get(j, "allow_net");
+
+		cr_assert_eq(json_array_size(allow), 1);
+		cr_assert_str_eq(json_string_value(json_array_get(allow, 0)), "a.test:443");
+		json_decref(j);
 	}
 }

@@ -6,6 +6,7 @@
 #include "agent/session.h"
 #include "agent/vm_agent.h"
 #include "log.h"
+#include "net/net.h"
 #include "seccomp/seccomp.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ struct mcp_ctx {
 	struct audit_log audit;
 	struct snapshot snap;
 	struct vm_config restored;
+	struct net_run net;        /* --allow-net: the session's network */
 	bool restoring;
 	int served;                /* mcp_serve's result */
 };
@@ -110,10 +112,18 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 				.max_timeout_s = RUN_MAX_TIMEOUT_S,
 			},
 		};
-		code = run_start_spawner(&ctx->gate, &ctx->spawner);
+		/* The broker and the approver's spawner before the jail and
+		 * the filters: one keeps the host's network, the other its shell. */
+		if (net_run_start(&ctx->net, &c->net, c->jail.uid, c->jail.gid))
+			code = RUN_EXIT_MAYFLY;
+		ctx->net.audit_log = ctx->gate.audit;
+		ctx->va.net = &ctx->net;
+		if (!code)
+			code = run_start_spawner(&ctx->gate, &ctx->spawner);
 		if (!code && jail_start(&ctx->jail, &c->jail, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM)
 			code = mcp_vm(ctx, cfg, start_ns);
 		approve_spawner_stop(&ctx->spawner);
+		net_run_stop(&ctx->net);
 	}
 	if (ctx->restoring)
 		snapshot_free(&ctx->snap);

@@ -236,7 +236,7 @@ static int make_in_child(const struct vm_config *cfg, const char *dir, uint64_t 
 		 * lock) goes into the snapshot's jail. */
 		closefrom(STDERR_FILENO + 1);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0 && getppid() == parent)
-			code = snapshot_make(cfg, NULL, 0, dir, start_ns, show_output, jc);
+			code = snapshot_make(cfg, NULL, 0, dir, start_ns, show_output, jc, NULL);
 		fflush(NULL);
 		_exit(code);
 	}

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "guest_files.h"
 #include "log.h"
+#include "net/net.h"
 #include "seccomp/seccomp.h"
 #include "vm_devices.h"
 #include "vm_snapshot.h"
@@ -32,6 +33,7 @@ struct make_ctx {
 	int code;                   /* what the job ended with */
 	char error[320];
 	struct snapshot_stats stats;
+	struct net_run net;         /* --allow-net: the setup commands' network */
 };
 
 static void make_fail(struct make_ctx *m, int code, const char *fmt, ...)
@@ -194,7 +196,8 @@ static int make_vm(struct make_ctx *m, const struct vm_config *cfg, const char *
 }
 
 int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, const char *out,
-		  uint64_t start_ns, bool show_output, const struct jail_config *jc)
+		  uint64_t start_ns, bool show_output, const struct jail_config *jc,
+		  const struct net_policy *net)
 {
 	struct make_ctx *m = calloc(1, sizeof(*m));   /* large: the client's buffers */
 	char tmp[CONFIG_PATH_MAX + 32];
@@ -226,6 +229,15 @@ int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, 
 	m->show_output = show_output;
 	m->code = RUN_EXIT_MAYFLY;
 	jail_cfg.writable_dir = tmp;
+	/* The broker before the jail: it keeps the host's network. The setup
+	 * commands alone use it; QUIESCE stops the guest's proxy, and a
+	 * restore gets its own run's rules (docs/snapshot.md). */
+	if (net_run_start(&m->net, net, jc->uid, jc->gid)) {
+		vm_snapshot_discard(tmp);
+		free(m);
+		return RUN_EXIT_MAYFLY;
+	}
+	m->va.net = &m->net;
 	if (jail_start(&jail, &jail_cfg, cfg, RUN_EXIT_MAYFLY, &code) == JAIL_VM) {
 		if (!jail.inside) {
 			/* No namespaces (--no-jail, or no user namespace): the
@@ -238,9 +250,11 @@ int snapshot_make(const struct vm_config *cfg, char *const *setups, int nsetup, 
 		 * never started (the build failed): nothing filtered us yet. */
 		if (!jail.inside && !m->installed)
 			vm_snapshot_discard(tmp);
+		net_run_stop(&m->net);
 		free(m);
 		return code;
 	}
+	net_run_stop(&m->net);
 	if (code == 0) {
 		rc = vm_snapshot_install(tmp, out, &why);
 		if (rc) {
@@ -292,5 +306,6 @@ int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	log_init(c->vm.id, c->vm.log_level);
 	if (seccomp_setup(c->no_seccomp))
 		return RUN_EXIT_MAYFLY;
-	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true, &c->jail);
+	return snapshot_make(&c->vm, c->setups, c->nsetup, c->out, start_ns, true, &c->jail,
+			     &c->net);
 }

@@ -1,12 +1,15 @@
 /* broker.c - the network broker process: re-check, resolve, refuse internal ranges, connect with a timeout, pass the socket back. */
 #include "net/broker.h"
+#include "clock.h"
 #include "log.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <nss.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -71,8 +74,8 @@ static unsigned resolve(const struct net_policy *p, const char *host, struct net
 	return n;
 }
 
-/* A non-blocking connect, waited for at most the timeout. fd or -errno. */
-static int connect_to(const struct net_addr *a, uint16_t port)
+/* A non-blocking connect, waited for at most timeout_ms. fd or -errno. */
+static int connect_to(const struct net_addr *a, uint16_t port, int timeout_ms)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl;
@@ -105,7 +108,7 @@ static int connect_to(const struct net_addr *a, uint16_t port)
 	}
 	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
 	do
-		rc = poll(&pfd, 1, NET_CONNECT_TIMEOUT_MS);
+		rc = poll(&pfd, 1, timeout_ms);
 	while (rc < 0 && errno == EINTR);
 	if (rc == 0)
 		err = ETIMEDOUT;
@@ -124,6 +127,7 @@ static int decide(const struct net_policy *p, struct net_broker_req *req,
 {
 	struct net_addr addrs[MAX_ADDRS];
 	const struct net_rule *rule;
+	uint64_t deadline;
 	unsigned n;
 	int fd = -1;
 
@@ -140,9 +144,12 @@ static int decide(const struct net_policy *p, struct net_broker_req *req,
 	}
 	snprintf(rep->rule, sizeof(rep->rule), "%s", rule->text);
 	n = resolve(p, req->host, addrs, rep);
+	deadline = clock_now_ns() + NET_REQUEST_TIMEOUT_MS * 1000000ULL;
 	for (unsigned i = 0; i < n; i++) {
 		enum net_class c = net_addr_class(&addrs[i]);
+		uint64_t now = clock_now_ns();
 		char text[46];
+		int left_ms;
 
 		rep->addr = addrs[i];
 		rep->has_addr = 1;
@@ -154,7 +161,14 @@ static int decide(const struct net_policy *p, struct net_broker_req *req,
 			       req->host, text, net_class_name(c));
 			continue;
 		}
-		fd = connect_to(&addrs[i], req->port);
+		if (now >= deadline) {
+			reason(rep, -ETIMEDOUT, "cannot connect to %s port %u within %d s", req->host,
+			       req->port, NET_REQUEST_TIMEOUT_MS / 1000);
+			break;
+		}
+		left_ms = (int)((deadline - now + 999999) / 1000000);
+		fd = connect_to(&addrs[i], req->port,
+				left_ms < NET_CONNECT_TIMEOUT_MS ? left_ms : NET_CONNECT_TIMEOUT_MS);
 		if (fd >= 0) {
 			rep->err = 0;
 			rep->reason[0] = '\0';
@@ -263,8 +277,30 @@ int net_broker_answer(int fd, struct net_broker_rep *rep, int *conn_fd)
 	return 0;
 }
 
+/* The other workers, forked before the filter (which allows no fork): each
+ * takes requests off the one socket (a SOCK_SEQPACKET message goes whole
+ * to one reader) and answers on it, so a stuck request holds one worker.
+ * They die with the first (PDEATHSIG). Fewer when a fork fails. */
+static void fork_workers(void)
+{
+	pid_t first = getpid();
+
+	for (int i = 1; i < NET_BROKER_WORKERS; i++) {
+		pid_t w = fork();
+
+		if (w < 0)
+			return;
+		if (w == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != first)
+				_exit(0);
+			return;
+		}
+	}
+}
+
 /* The child: nothing of the parent's but stdio and its socket, fewer
- * privileges, then serve. */
+ * privileges, its workers, its filter, then serve. */
 static void __attribute__((noreturn)) broker_main(int fd, const struct net_policy *p, pid_t parent,
 						  uid_t uid, gid_t gid)
 {
@@ -284,6 +320,12 @@ static void __attribute__((noreturn)) broker_main(int fd, const struct net_polic
 		_exit(1);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	prctl(PR_SET_NAME, "mayfly-netbroker", 0, 0, 0);
+	fork_workers();
+	/* /etc/hosts, then DNS, both inside libc: the host's nsswitch.conf
+	 * could name a module (mdns, systemd's resolve) whose loading needs
+	 * an executable mapping, which the filter never allows. */
+	__nss_configure_lookup("hosts", "files dns");
+	seccomp_enter(SECCOMP_ROLE_BROKER);
 	net_broker_serve(3, p);
 	_exit(0);
 }

@@ -7,7 +7,11 @@
 
 #include "net/rules.h"
 
-#define NET_CONNECT_TIMEOUT_MS 5000
+#define NET_CONNECT_TIMEOUT_MS 5000    /* one address */
+#define NET_REQUEST_TIMEOUT_MS 10000   /* every address of a name, in all */
+/* Requests in progress at once (processes taking them off one socket):
+ * a slow resolver or a connect that times out holds up only its own. */
+#define NET_BROKER_WORKERS 8
 #define NET_REASON_MAX 400
 
 /* One request, one SOCK_SEQPACKET message. */
@@ -36,8 +40,10 @@ struct net_broker {
 
 /* Fork the broker with its own copy of the policy, before the jail and any
  * seccomp filter (it keeps the host's network), while single-threaded. As
- * root it drops to uid/gid; it sets no_new_privs, dies with its parent
- * (PDEATHSIG) and ends when every holder of b->fd has closed it. 0, or
+ * root it drops to uid/gid; it sets no_new_privs, forks its other
+ * NET_BROKER_WORKERS - 1 workers (which die with it), takes its filter,
+ * dies with its parent (PDEATHSIG) and ends when every holder of b->fd has
+ * closed it. Answers may come out of order: match them by id. 0, or
  * -errno after one log line. */
 int net_broker_start(struct net_broker *b, const struct net_policy *p, uid_t uid, gid_t gid)
 	__attribute__((warn_unused_result));
@@ -50,7 +56,9 @@ void net_broker_stop(struct net_broker *b);
  * match the name and port against the policy again (the VMM asking may be
  * compromised), resolve it (a --resolve entry, else the host's resolver),
  * refuse an address of a refused class (rules.h) unless an address rule
- * names it, connect with NET_CONNECT_TIMEOUT_MS, answer. Returns at EOF. */
+ * names it, connect with NET_CONNECT_TIMEOUT_MS per address and
+ * NET_REQUEST_TIMEOUT_MS in all (the resolver's own timeouts, from
+ * resolv.conf, come before), answer. Returns at EOF. */
 void net_broker_serve(int fd, const struct net_policy *p);
 
 /* The asking side: send a request (non-blocking; -EAGAIN when the socket

@@ -10,7 +10,7 @@
 #define NET_HEAD_MAX   8192     /* a request head (line and headers) longer than this is refused */
 #define NET_METHOD_MAX 16
 
-enum net_req_kind { NET_REQ_CONNECT, NET_REQ_HTTP };
+enum net_req_kind { NET_REQ_CONNECT, NET_REQ_HTTP, NET_REQ_SOCKS /* net/socks.h */ };
 
 struct net_request {
 	enum net_req_kind kind;

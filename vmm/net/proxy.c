@@ -1,6 +1,7 @@
 /* proxy.c - the guest's proxied connections on the host, in the I/O thread: request head, rules, broker, ClientHello, relay with caps. */
 #include "net/proxy.h"
 #include "net/sni.h"
+#include "net/socks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +28,9 @@ struct net_conn {
 	uint32_t gev, tev;             /* events watched on each, UINT32_MAX: not watched */
 	struct net_request req;
 	bool parsed;
+	bool socks, socks_greeted;     /* a SOCKS5 client (first byte 5); its greeting answered */
+	int err;                       /* the broker's -errno, for a SOCKS5 reply code */
+	uint8_t socks_code;            /* the parser's reply code for a bad request, else 0 */
 	bool g_eof, t_eof;             /* read EOF from that side */
 	bool g_shut, t_shut;           /* shutdown(SHUT_WR) passed on to that side */
 	uint8_t *up, *down;            /* NET_RELAY_BUF each: guest to server, server to guest */
@@ -41,6 +45,19 @@ _Static_assert(NET_RELAY_BUF >= 2 * NET_HEAD_MAX + NET_HOST_MAX + 64, "a rewritt
 
 static void conn_event(void *opaque, uint32_t events);
 static void conn_pump(struct net_conn *c);
+static int drain(int to, uint8_t *buf, size_t *off, size_t *len, uint64_t *count,
+		 uint64_t *total);
+
+/* Queue n bytes for the guest's client after what is still unsent (a
+ * SOCKS5 greeting's answer may be, when the request follows it at once). */
+static void put_down(struct net_conn *c, const void *p, size_t n)
+{
+	if (c->down_off)
+		memmove(c->down, c->down + c->down_off, c->down_len);
+	c->down_off = 0;
+	memcpy(c->down + c->down_len, p, n);
+	c->down_len += n;
+}
 
 /* ---- the outcome: one log line per attempt, and the record ---- */
 
@@ -140,9 +157,22 @@ static void refuse(struct net_conn *c, int status, const char *reason)
 	outcome(c, false, reason);
 	close_fd(c->px, &c->tfd, &c->tev);
 	c->state = NC_REFUSING;
-	c->down_off = 0;
 	c->up_off = c->up_len = 0;
 	c->bytes_up = 0;        /* from here: bytes dropped while lingering */
+	if (c->socks) {
+		/* SOCKS5 has no room for a reason: the code says what it can,
+		 * the log line the rest. Before its greeting's answer: 05 FF. */
+		uint8_t rep[NET_SOCKS_REPLY_LEN];
+
+		net_socks_reply(c->socks_code ? c->socks_code : net_socks_code(status, c->err), rep);
+		if (!c->socks_greeted)
+			rep[1] = 0xff;
+		put_down(c, rep, c->socks_greeted ? NET_SOCKS_REPLY_LEN : 2);
+		c->t_eof = true;
+		conn_pump(c);
+		return;
+	}
+	c->down_off = 0;
 	n = snprintf((char *)c->down, NET_RELAY_BUF, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 		     "Connection: close\r\nX-Mayfly-Refused: 1\r\n\r\nmayfly: %s\n", status, text,
 		     reason);
@@ -196,6 +226,51 @@ static void head_done(struct net_conn *c)
 	watch(c, c->gfd, &c->gev, 0);
 }
 
+/* NC_HEAD of a SOCKS5 client: its greeting answered (no authentication),
+ * then its CONNECT request, in up[0, up_len). */
+static void read_socks(struct net_conn *c)
+{
+	const char *why = "";
+	uint8_t code = NET_SOCKS_FAILURE;
+	size_t used;
+	int rc;
+
+	if (!c->socks_greeted) {
+		rc = net_socks_greeting(c->up, c->up_len, &used);
+		if (rc == -EAGAIN)
+			return;
+		if (rc) {
+			refuse(c, 400, rc == -EACCES ? "a SOCKS5 client that offers no method without "
+				       "authentication" : "a malformed SOCKS5 greeting");
+			return;
+		}
+		memmove(c->up, c->up + used, c->up_len - used);
+		c->up_len -= used;
+		c->socks_greeted = true;
+		put_down(c, (const uint8_t[]){ NET_SOCKS_VERSION, 0 /* no authentication */ }, 2);
+		/* Sent now (the client waits for it before its request); what
+		 * the socket does not take waits for EPOLLOUT. */
+		if (drain(c->gfd, c->down, &c->down_off, &c->down_len, NULL, NULL) < 0) {
+			drop(c, "the client left during its SOCKS5 greeting");
+			return;
+		}
+		if (c->down_len)
+			watch(c, c->gfd, &c->gev, EPOLLIN | EPOLLOUT);
+		if (!c->up_len)
+			return;
+	}
+	rc = net_socks_request(c->up, c->up_len, &c->req, &code, &why);
+	if (rc == -EAGAIN)
+		return;
+	if (rc) {
+		c->socks_code = code;
+		refuse(c, 400, why);
+		return;
+	}
+	c->parsed = true;
+	head_done(c);
+}
+
 static void read_head(struct net_conn *c)
 {
 	size_t room = NET_HEAD_MAX - c->up_len;
@@ -216,6 +291,11 @@ static void read_head(struct net_conn *c)
 		return;
 	}
 	c->up_len += (size_t)n;
+	if (c->up[0] == NET_SOCKS_VERSION) {
+		c->socks = true;
+		read_socks(c);
+		return;
+	}
 	rc = net_http_parse(c->up, c->up_len, &c->req, &why);
 	if (rc == -EAGAIN)
 		return;
@@ -235,11 +315,17 @@ static void connected(struct net_conn *c, int fd)
 
 	c->tfd = fd;
 	c->tev = UINT32_MAX;
-	if (c->req.kind == NET_REQ_CONNECT) {
+	if (c->req.kind == NET_REQ_CONNECT || c->req.kind == NET_REQ_SOCKS) {
 		memmove(c->up, c->up + c->req.head_len, rest);
 		c->up_len = rest;
-		memcpy(c->down, ok, sizeof(ok) - 1);
-		c->down_len = sizeof(ok) - 1;
+		if (c->req.kind == NET_REQ_SOCKS) {
+			uint8_t rep[NET_SOCKS_REPLY_LEN];
+
+			net_socks_reply(NET_SOCKS_OK, rep);
+			put_down(c, rep, sizeof(rep));
+		} else {
+			put_down(c, ok, sizeof(ok) - 1);
+		}
 		/* A name on 443 must be the TLS server name the client asks for:
 		 * no tunnel to an allowed address under another name. */
 		c->state = c->req.port == c->px->tls_port && !is_literal(c->req.host) ? NC_HELLO :
@@ -310,6 +396,7 @@ static void broker_event(void *opaque, uint32_t events)
 		if (rep.has_addr)
 			net_addr_format(&rep.addr, c->addr);
 		if (rep.err) {
+			c->err = rep.err;
 			refuse(c, rep.err == -EACCES ? 403 : 502, rep.reason);
 			continue;
 		}

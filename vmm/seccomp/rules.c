@@ -6,6 +6,7 @@
 #include <linux/kvm.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -183,6 +184,38 @@ static const struct seccomp_rule snapshot[] = {
 	IOCTL(KVM_GET_DIRTY_LOG, "the working set: the pages the guest wrote"),
 };
 
+/* The network broker (vmm/net/broker.c), a process of its own: requests
+ * over its socket pair, the host's resolver with /etc/hosts and DNS alone
+ * (no NSS module is loaded: no executable mapping is ever needed), a
+ * connect, the socket passed back. Files only read-only. */
+static const struct seccomp_rule broker[] = {
+	ALLOW(recvfrom, "requests from the VMM; DNS answers"),
+	ALLOW(sendmsg, "the answer, with the connected socket (SCM_RIGHTS)"),
+	ALLOW(close, "the socket passed on; the resolver's files and sockets"),
+	ALLOW_EQ(socket, 0, AF_INET, "the connection asked for; DNS over UDP/TCP"),
+	ALLOW_EQ(socket, 0, AF_INET6, "the same, IPv6"),
+	ALLOW_EQ(socket, 0, AF_UNIX, "the resolver asks nscd's socket first (absent: it goes on)"),
+	ALLOW_EQ(socket, 0, AF_NETLINK, "getaddrinfo's address sorting asks which local addresses exist"),
+	ALLOW(connect, "the connection (non-blocking); DNS servers; the sorting's probes"),
+	ALLOW(bind, "getaddrinfo's netlink query"),
+	ALLOW(getsockname, "the sorting: a probe's source address; netlink"),
+	ALLOW(getsockopt, "SO_ERROR: did the non-blocking connect succeed"),
+	ALLOW(setsockopt, "the resolver's socket options (IPv6 DNS)"),
+	ALLOW(sendto, "DNS queries; the netlink request"),
+	ALLOW(sendmmsg, "DNS: the A and AAAA queries in one call"),
+	ALLOW(recvmsg, "the netlink answer"),
+	ALLOW_EQ(ioctl, 1, FIONREAD, "DNS: the size of an answer waiting"),
+	ALLOW_CLEAR(openat, 2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND,
+		    "/etc/hosts, /etc/resolv.conf, /etc/host.conf, /etc/gai.conf: read-only"),
+	ALLOW_CLEAR(open, 1, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND, "the same, older form"),
+	ALLOW(read, "those files"),
+	ALLOW(fstat, "stdio reads a file's size"),
+	ALLOW(newfstatat, "the same; the resolver checks whether resolv.conf changed"),
+	ALLOW(lseek, "stdio on those files"),
+	ALLOW(uname, "the resolver's default domain (gethostname)"),
+	ALLOW(getrandom, "DNS query ids"),
+};
+
 /* What the ASan/UBSan/LSan runtime itself calls: reports, the shadow
  * memory, and LeakSanitizer's check at exit (it stops the world with a
  * ptrace'ing helper thread it clones). Only sanitizer builds get this:
@@ -244,6 +277,7 @@ static const struct seccomp_group g_console = GROUP(console, "console");
 static const struct seccomp_group g_log = GROUP(log_writer, "log");
 static const struct seccomp_group g_agent = GROUP(agent, "agent");
 static const struct seccomp_group g_snapshot = GROUP(snapshot, "snapshot");
+static const struct seccomp_group g_broker = GROUP(broker, "broker");
 
 const struct seccomp_group seccomp_sanitizer_group = GROUP(sanitizer, "sanitizer builds");
 
@@ -256,4 +290,5 @@ const struct seccomp_role_rules seccomp_rules[SECCOMP_ROLE_COUNT] = {
 	[SECCOMP_ROLE_AGENT] = { "agent", { &g_every, &g_kicker, &g_waiter, &g_agent } },
 	[SECCOMP_ROLE_SNAPSHOT] = { "snapshot",
 		{ &g_every, &g_kicker, &g_waiter, &g_agent, &g_snapshot } },
+	[SECCOMP_ROLE_BROKER] = { "broker", { &g_every, &g_waiter, &g_broker } },
 };

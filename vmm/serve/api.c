@@ -3,6 +3,7 @@
 #include "errmsg.h"
 #include "base64.h"
 #include "config.h"
+#include "net/rules.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -233,17 +234,105 @@ out_free:
 	return -EINVAL;
 }
 
-static void env_free(char **env, int n)
+/* An array of n malloc'd strings, and the strings. */
+static void strings_free(char **v, int n)
 {
 	for (int i = 0; i < n; i++)
-		free(env[i]);
-	free(env);
+		free(v[i]);
+	free(v);
+}
+
+void api_net_free(struct api_net *n)
+{
+	strings_free(n->allow, n->nallow);
+	strings_free(n->resolve, n->nresolve);
+	memset(n, 0, sizeof(*n));
+}
+
+static int strings_copy(char ***dst, int *ndst, char *const *src, int n)
+{
+	*dst = NULL;
+	*ndst = 0;
+	if (!n)
+		return 0;
+	*dst = calloc((size_t)n, sizeof(**dst));
+	if (!*dst)
+		return -ENOMEM;
+	for (; *ndst < n; (*ndst)++)
+		if (!((*dst)[*ndst] = strdup(src[*ndst])))
+			return -ENOMEM;
+	return 0;
+}
+
+int api_net_copy(struct api_net *dst, const struct api_net *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	if (strings_copy(&dst->allow, &dst->nallow, src->allow, src->nallow) ||
+	    strings_copy(&dst->resolve, &dst->nresolve, src->resolve, src->nresolve)) {
+		api_net_free(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* "key": an array of at most max strings, each added to p by add (the
+ * command line's parser): a bad one is the parser's line. */
+static int rule_array(json_t *root, const char *key, unsigned max, struct net_policy *p,
+		      int (*add)(struct net_policy *, const char *, char *, size_t),
+		      char ***out, int *nout, char *err, size_t errlen)
+{
+	json_t *arr = json_object_get(root, key), *v;
+	size_t i;
+
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return errmsg_invalid(err, errlen, "\"%s\" must be an array of strings", key);
+	if (json_array_size(arr) > max)
+		return errmsg_invalid(err, errlen, "\"%s\" has more than %u members", key, max);
+	*out = calloc(json_array_size(arr) + 1, sizeof(**out));
+	if (!*out)
+		return errmsg_invalid(err, errlen, "out of memory");
+	json_array_foreach(arr, i, v) {
+		char line[300];
+
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return errmsg_invalid(err, errlen, "\"%s\"[%zu] must be a string (no NUL)", key,
+					      i);
+		if (add(p, json_string_value(v), line, sizeof(line)))
+			return errmsg_invalid(err, errlen, "\"%s\"[%zu]: %s", key, i, line);
+		if (!((*out)[*nout] = strdup(json_string_value(v))))
+			return errmsg_invalid(err, errlen, "out of memory");
+		(*nout)++;
+	}
+	return 0;
+}
+
+/* allow_net and resolve, checked as run's --allow-net and --resolve are. */
+static int net_members(json_t *root, struct api_net *n, char *err, size_t errlen)
+{
+	struct net_policy *p = calloc(1, sizeof(*p));   /* large: every rule's text */
+	int rc;
+
+	if (!p)
+		return errmsg_invalid(err, errlen, "out of memory");
+	rc = rule_array(root, "allow_net", NET_MAX_RULES, p, net_policy_add_rule, &n->allow,
+			&n->nallow, err, errlen);
+	if (!rc)
+		rc = rule_array(root, "resolve", NET_MAX_RESOLVE, p, net_policy_add_resolve,
+				&n->resolve, &n->nresolve, err, errlen);
+	if (!rc && p->nr_resolves && !p->nr_rules)
+		rc = errmsg_invalid(err, errlen, "\"resolve\" goes with \"allow_net\"");
+	free(p);
+	if (rc)
+		api_net_free(n);
+	return rc;
 }
 
 int api_parse_create(const char *body, size_t len, struct api_create *c, char *err, size_t errlen)
 {
 	static const char *const known[] = { "template", "cpus", "mem", "disk_quota", "env", "ttl",
-					     "idle_timeout", NULL };
+					     "idle_timeout", "allow_net", "resolve", NULL };
 	json_t *root = object(body, len, known, err, errlen), *t;
 	uint64_t n;
 
@@ -276,8 +365,14 @@ int api_parse_create(const char *body, size_t len, struct api_create *c, char *e
 	c->idle_s = (unsigned)n;
 	if (env_object(root, &c->env, &c->nenv, err, errlen))
 		goto out_free;
+	if (net_members(root, &c->net, err, errlen))
+		goto out_env;
 	c->owner = root;
 	return 0;
+out_env:
+	strings_free(c->env, c->nenv);
+	c->env = NULL;
+	c->nenv = 0;
 out_free:
 	json_decref(root);
 	return -EINVAL;
@@ -285,7 +380,8 @@ out_free:
 
 void api_create_free(struct api_create *c)
 {
-	env_free(c->env, c->nenv);
+	strings_free(c->env, c->nenv);
+	api_net_free(&c->net);
 	json_decref(c->owner);
 	memset(c, 0, sizeof(*c));
 }
@@ -377,7 +473,7 @@ out_free:
 
 void api_exec_free(struct api_exec *e)
 {
-	env_free(e->env, e->nenv);
+	strings_free(e->env, e->nenv);
 	free(e->argv);
 	free(e->stdin_data);
 	json_decref(e->owner);

@@ -38,6 +38,21 @@ bool api_wants_json(enum api_route r);
 /* The route's name in metrics and logs ("create", "exec"...). */
 const char *api_route_name(enum api_route r);
 
+/* A sandbox's network (POST /sandboxes "allow_net", "resolve"): the rule
+ * strings of mayfly run's --allow-net and --resolve, each checked with
+ * their parser and limits, given to each of its VM processes (a resume
+ * and a fork child's too). nallow 0: no network. */
+struct api_net {
+	char **allow;              /* malloc'd strings */
+	int nallow;
+	char **resolve;
+	int nresolve;
+};
+
+/* Copy src into dst (each string). 0 or -ENOMEM (dst then empty). */
+int api_net_copy(struct api_net *dst, const struct api_net *src);
+void api_net_free(struct api_net *n);
+
 /* POST /sandboxes */
 struct api_create {
 	char template[API_TEMPLATE_MAX + 1];   /* "": the default template */
@@ -48,6 +63,7 @@ struct api_create {
 	int nenv;
 	unsigned ttl_s;            /* 0: none; deleted this long after creation */
 	unsigned idle_s;           /* 0: none */
+	struct api_net net;        /* none: no network */
 	json_t *owner;             /* holds env's strings */
 };
 

@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,8 +215,15 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 	for (int i = 0; sb->env && i < parent->nenv; i++)
 		if ((sb->env[sb->nenv] = strdup(parent->env[i])))
 			sb->nenv++;
-	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	/* Its parent's network, as its environment. */
+	if (api_net_copy(&sb->net, &parent->net)) {
+		snprintf(err, errlen, "out of memory");
+		rc = 500;
+	} else {
+		rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	}
 	if (rc) {
+		api_net_free(&sb->net);
 		for (int i = 0; i < sb->nenv; i++)
 			free(sb->env[i]);
 		free(sb->env);
@@ -228,14 +237,118 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 	return 0;
 }
 
+/* Children restored at once: each restore mostly waits (for its jail, its
+ * VM's restore, its agent), so a few per CPU keep the CPUs busy; more would
+ * only stretch every child's wait towards the boot deadline. */
+static unsigned fork_parallel(unsigned count)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cpus > 0 ? (unsigned)cpus * LIVE_FORK_PER_CPU : LIVE_FORK_PER_CPU;
+
+	if (n > LIVE_FORK_PARALLEL_MAX)
+		n = LIVE_FORK_PARALLEL_MAX;
+	return n < count ? n : count;
+}
+
+/* The children of one fork, restored by fork_parallel() threads. */
+struct fork_batch {
+	struct service *svc;
+	struct sandbox *parent;
+	const char *dir;
+	pthread_mutex_t lock;
+	unsigned count, next;      /* children asked for; the next to start */
+	bool failed;               /* once set, no more are started */
+	int rc;                    /* the first failure's status */
+	char *err;                 /* and its message */
+	size_t errlen;
+	struct sandbox *made[LIVE_MAX_FORK];   /* NULL where none was made */
+};
+
+static void *fork_worker(void *arg)
+{
+	struct fork_batch *b = arg;
+	char err[400];
+
+	for (;;) {
+		unsigned i;
+		int rc;
+
+		pthread_mutex_lock(&b->lock);
+		if (b->failed || b->next == b->count) {
+			pthread_mutex_unlock(&b->lock);
+			return NULL;
+		}
+		i = b->next++;
+		pthread_mutex_unlock(&b->lock);
+		rc = fork_child(b->svc, b->parent, b->dir, &b->made[i], err, sizeof(err));
+		if (!rc)
+			continue;
+		pthread_mutex_lock(&b->lock);
+		if (!b->failed) {
+			b->failed = true;
+			b->rc = rc;
+			snprintf(b->err, b->errlen, "child %u of %u: %s", i + 1, b->count, err);
+		}
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* Restore count children from dir, fork_parallel() at a time; all or none:
+ * on a failure the children made are deleted (each gives back its place in
+ * svc->count; *nmade says how many were made). 0, or an HTTP status with
+ * err (the first child's failure). made holds count sandboxes on 0. */
+static int fork_children(struct service *svc, struct sandbox *parent, const char *dir,
+			 unsigned count, struct sandbox **made, unsigned *nmade, char *err,
+			 size_t errlen)
+{
+	struct fork_batch b = { .svc = svc, .parent = parent, .dir = dir, .count = count,
+				.err = err, .errlen = errlen };
+	pthread_t threads[LIVE_FORK_PARALLEL_MAX];
+	unsigned started = 0, want = fork_parallel(count);
+	char why[100];
+
+	pthread_mutex_init(&b.lock, NULL);
+	for (; started < want; started++) {
+		int rc = pthread_create(&threads[started], NULL, fork_worker, &b);
+
+		if (rc) {
+			/* Fewer at once still does it, unless there is none. */
+			if (started)
+				break;
+			snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
+			pthread_mutex_destroy(&b.lock);
+			return 500;
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	pthread_mutex_destroy(&b.lock);
+	*nmade = 0;
+	for (unsigned i = 0; i < count; i++)
+		*nmade += b.made[i] != NULL;
+	if (b.failed) {
+		for (unsigned i = 0; i < count; i++)
+			if (b.made[i] && service_delete(svc, b.made[i]->id, why, sizeof(why)))
+				log_warn("serve: fork: child %s of a failed fork stays: %s",
+					 b.made[i]->id, why);
+		return b.rc;
+	}
+	memcpy(made, b.made, count * sizeof(*made));
+	return 0;
+}
+
 int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsigned count,
 	      json_t **children, char *err, size_t errlen)
 {
 	char dir[CONFIG_PATH_MAX + 64];
 	struct sandbox *made[LIVE_MAX_FORK];
-	unsigned n = 0;
+	unsigned nmade = 0;
 	int code, rc = 0;
 
+	if (count == 0 || count > LIVE_MAX_FORK) {
+		snprintf(err, errlen, "a fork makes 1 to %u children", LIVE_MAX_FORK);
+		return 400;
+	}
 	pthread_mutex_lock(&svc->lock);
 	if (svc->stopping || svc->count + count > svc->cfg.max_sandboxes) {
 		pthread_mutex_unlock(&svc->lock);
@@ -258,27 +371,20 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 			ctl_failed(sb, "fork", code, err, errlen);
 		rc = code == CTL_EXIT_BUSY ? 409 : 500;
 	}
-	while (!rc && n < count) {
-		rc = fork_child(svc, sb, dir, &made[n], err, errlen);
-		if (!rc)
-			n++;
-	}
+	if (!rc)
+		rc = fork_children(svc, sb, dir, count, made, &nmade, err, errlen);
 	/* Every child has the snapshot's files open: the names can go. */
 	fs_remove_tree(dir);
 	audit(svc, sb, caller, "fork", dir, rc ? -EIO : 0, rc ? err : "");
 	if (rc) {
-		char why[100];
-
-		/* All or none: the children made go again. */
-		for (unsigned i = 0; i < n; i++)
-			service_delete(svc, made[i]->id, why, sizeof(why));
+		/* The children made were deleted, each giving back its place. */
 		pthread_mutex_lock(&svc->lock);
-		svc->count -= count - n;
+		svc->count -= count - nmade;
 		pthread_mutex_unlock(&svc->lock);
 		return rc;
 	}
 	*children = json_array();
-	for (unsigned i = 0; *children && i < n; i++)
+	for (unsigned i = 0; *children && i < count; i++)
 		json_array_append_new(*children, service_sandbox_json(made[i]));
 	return 201;
 }

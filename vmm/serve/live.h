@@ -7,7 +7,9 @@
 
 #include "serve/service.h"
 
-#define LIVE_MAX_FORK 16    /* children of one fork call */
+#define LIVE_MAX_FORK 128   /* children of one fork call */
+#define LIVE_FORK_PER_CPU 4          /* children restored at once, per online CPU */
+#define LIVE_FORK_PARALLEL_MAX 32    /* and at most */
 
 /* Pause sb: the caller held it (calls) and set SB_PAUSING. Leaves it
  * SB_PAUSED (its snapshot in STATE/sb/ID/paused, no process) or, when the
@@ -23,7 +25,9 @@ int live_pause_async(struct service *svc, struct sandbox *sb);
 int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errlen);
 /* Fork the running sb (held) into count new sandboxes, each restored from
  * one snapshot of it with its own copy-on-write memory and disk; sb goes
- * on. All or none: 201 with *children (a JSON array); else an HTTP status
+ * on. The children are restored together, LIVE_FORK_PER_CPU per online
+ * CPU (at most LIVE_FORK_PARALLEL_MAX) at a time. All or none (a child
+ * that fails: every child made is deleted, and nothing of it is left): 201 with *children (a JSON array); else an HTTP status
  * with err (409 busy, 503 too many sandboxes, 500). */
 int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsigned count,
 	      json_t **children, char *err, size_t errlen);

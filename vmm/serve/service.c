@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "fs_tree.h"
 #include "log.h"
+#include "net/rules.h"
 #include "protocol.h"
 
 #include <errno.h>
@@ -89,6 +90,7 @@ static void free_sandbox(struct sandbox *sb)
 	for (int i = 0; i < sb->nenv; i++)
 		free(sb->env[i]);
 	free(sb->env);
+	api_net_free(&sb->net);
 	free(sb);
 }
 
@@ -111,7 +113,7 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		     const char *snap, char *err, size_t errlen)
 {
-	char *argv[32 + SERVICE_MAX_EXTRA_ARGS], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
+	char *argv[32 + SERVICE_MAX_EXTRA_ARGS + 2 * (NET_MAX_RULES + NET_MAX_RESOLVE)], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
 	char cpus[16], mem[24], quota[24];
 	struct agent_client *c = calloc(1, sizeof(*c));
 	const char *why = "";
@@ -148,6 +150,16 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	}
 	for (int i = 0; i < svc->cfg.nextra; i++)
 		argv[argc++] = svc->cfg.extra[i];
+	/* Each run's own rules (a snapshot holds none): api_parse_create
+	 * checked them with boot's parser and limits. */
+	for (int i = 0; i < sb->net.nallow; i++) {
+		argv[argc++] = "--allow-net";
+		argv[argc++] = sb->net.allow[i];
+	}
+	for (int i = 0; i < sb->net.nresolve; i++) {
+		argv[argc++] = "--resolve";
+		argv[argc++] = sb->net.resolve[i];
+	}
 	argv[argc] = NULL;
 	snprintf(log, sizeof(log), "%s/log", sb->dir);
 	snprintf(vmdir, sizeof(vmdir), "%s/vm", sb->dir);
@@ -351,7 +363,10 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 {
 	uint64_t t0 = clock_now_ns();
 	struct service_template *t = service_template_find(svc, req->template);
-	bool fits = !req->disk_quota;
+	/* A pooled VM's broker was forked, and its rules fixed, before the
+	 * jail: a create with rules boots its own (docs/security.md). The
+	 * template's cpus and mem are a pooled VM's too (shape_ok). */
+	bool fits = !req->disk_quota && !req->net.nallow;
 	struct sandbox *sb = NULL;
 	int rc;
 
@@ -379,10 +394,15 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	pthread_mutex_unlock(&svc->lock);
 	if (!sb) {
 		sb = service_new_sandbox(svc, t);
-		rc = sb ? service_start_vm(svc, sb, req, NULL, err, errlen) : 500;
-		if (!sb)
+		if (!sb || api_net_copy(&sb->net, &req->net)) {
 			snprintf(err, errlen, "out of memory");
+			rc = 500;
+		} else {
+			rc = service_start_vm(svc, sb, req, NULL, err, errlen);
+		}
 		if (rc) {
+			if (sb)
+				api_net_free(&sb->net);
 			free(sb);
 			pthread_mutex_lock(&svc->lock);
 			svc->count--;
@@ -544,12 +564,17 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 
 json_t *service_sandbox_json(const struct sandbox *sb)
 {
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I}",
+	json_t *allow = json_array();
+
+	for (int i = 0; allow && i < sb->net.nallow; i++)
+		json_array_append_new(allow, json_string(sb->net.allow[i]));
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o*}",
 			 "id", sb->id, "state", state_names[sb->state], "template", sb->rec.template,
 			 "created", (json_int_t)sb->created, "cpus", (json_int_t)sb->rec.cpus,
 			 "mem", (json_int_t)sb->rec.mem_mib, "ttl", (json_int_t)sb->rec.ttl_s,
 			 "idle_timeout", (json_int_t)sb->rec.idle_s, "calls", sb->calls,
-			 "idle_s", (json_int_t)((clock_now_ns() - sb->last_used_ns) / NS_PER_S));
+			 "idle_s", (json_int_t)((clock_now_ns() - sb->last_used_ns) / NS_PER_S),
+			 "allow_net", allow);
 }
 
 json_t *service_get_json(struct service *svc, const char *id)

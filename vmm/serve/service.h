@@ -50,6 +50,7 @@ struct sandbox {
 	struct registry_record rec;
 	char **env;                /* "K=V" for every exec */
 	int nenv;
+	struct api_net net;        /* given to each of its VM processes (resume, fork) */
 	int calls;                 /* in flight: a delete waits for none (else 409) */
 	struct exec_slot *execs;   /* running execs, for their signals */
 	struct sandbox *next;

@@ -19,7 +19,7 @@
  */
 #define SNAP_MAGIC          "MAYFLYST"
 #define SNAP_MAGIC_LEN      8
-#define SNAP_FORMAT_VERSION 1u
+#define SNAP_FORMAT_VERSION 2u
 #define SNAP_HEADER_SIZE    16u
 #define SNAP_SECTION_HEADER 16u
 #define SNAP_MAX_SECTIONS   512u
