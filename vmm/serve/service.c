@@ -364,8 +364,7 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	uint64_t t0 = clock_now_ns();
 	struct service_template *t = service_template_find(svc, req->template);
 	/* A pooled VM's broker was forked, and its rules fixed, before the
-	 * jail: a create with rules boots its own (docs/security.md). The
-	 * template's cpus and mem are a pooled VM's too (shape_ok). */
+	 * jail: a create with rules boots its own (docs/security.md). */
 	bool fits = !req->disk_quota && !req->net.nallow;
 	struct sandbox *sb = NULL;
 	int rc;
