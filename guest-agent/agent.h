@@ -79,6 +79,7 @@ struct xfer {
 	int fd;
 	DIR *dir;
 	int err;                    /* XFER_WRITE: first write error, reported at FILE_END */
+	char *tmp, *final;          /* PROTO_WRITE_REPLACE: tmp renamed to final at FILE_END */
 	bool done;
 };
 

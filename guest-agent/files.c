@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,7 +20,8 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 	return NULL;
 }
 
-/* Close what x holds and mark it for the sweep. */
+/* Close what x holds and mark it for the sweep. A replacing write not
+ * committed by FILE_END leaves nothing: its temporary file goes. */
 static void xfer_end(struct xfer *x)
 {
 	if (x->dir)
@@ -29,6 +31,11 @@ static void xfer_end(struct xfer *x)
 	x->dir = NULL;
 	x->fd = -1;
 	x->done = true;
+	if (x->tmp)
+		unlink(x->tmp);
+	free(x->tmp);
+	free(x->final);
+	x->tmp = x->final = NULL;
 }
 
 /* Room for another transfer under id, or an ERROR sent and false. */
@@ -90,12 +97,55 @@ static int open_regular(const char *path, int flags, mode_t mode)
 	return fd;
 }
 
+/* PROTO_WRITE_REPLACE: a new file beside path's target (a symbolic link
+ * is followed, as open would), exactly `mode`. Its fd, or -errno; *tmp
+ * and *final malloc'd. */
+static int open_replacement(const char *path, uint32_t mode, char **tmp, char **final)
+{
+	char *dir, *slash;
+	int fd, err;
+
+	*tmp = NULL;
+	*final = realpath(path, NULL);
+	if (!*final && errno != ENOENT)
+		return -errno;
+	if (!*final)
+		*final = strdup(path);
+	if (!*final)
+		return -ENOMEM;
+	dir = strdup(*final);
+	slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash)
+		*slash = '\0';
+	if (!dir || asprintf(tmp, "%s/.%s.mayfly-XXXXXX", slash ? dir : ".",
+			     slash ? slash + 1 : dir) < 0) {
+		free(dir);
+		free(*final);
+		*final = *tmp = NULL;
+		return -ENOMEM;
+	}
+	free(dir);
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd >= 0 && fchmod(fd, mode & 07777) == 0)
+		return fd;
+	err = errno;
+	if (fd >= 0) {
+		close(fd);
+		unlink(*tmp);
+	}
+	free(*tmp);
+	free(*final);
+	*tmp = *final = NULL;
+	return -err;
+}
+
 int file_write_request(struct conn *c, const struct proto_frame *f)
 {
-	char path[PROTO_MAX_PATH];
+	char path[PROTO_MAX_PATH], *tmp = NULL, *final = NULL;
 	struct proto_reader r;
 	uint32_t mode, flags;
 	int oflags = O_WRONLY, fd;
+	struct xfer *x;
 
 	proto_reader_init(&r, f);
 	if (!proto_get_str(&r, path, sizeof(path)) || !proto_get_u32(&r, &mode) ||
@@ -103,6 +153,24 @@ int file_write_request(struct conn *c, const struct proto_frame *f)
 		return -EPROTO;
 	if (!xfer_can_add(c, f->id))
 		return 0;
+	if (flags & PROTO_WRITE_REPLACE) {
+		fd = open_replacement(path, mode, &tmp, &final);
+		if (fd < 0) {
+			conn_send_error(c, f->id, -fd, "create beside %s: %s", path, strerror(-fd));
+			return 0;
+		}
+		x = xfer_add(c, f->id, XFER_WRITE, fd, NULL);
+		if (!x) {
+			unlink(tmp);
+			free(tmp);
+			free(final);
+			return 0;
+		}
+		x->tmp = tmp;
+		x->final = final;
+		conn_send_empty(c, PROTO_OK, f->id);
+		return 0;
+	}
 	if (flags & PROTO_WRITE_CREATE)
 		oflags |= O_CREAT;
 	if (flags & PROTO_WRITE_TRUNC)
@@ -171,6 +239,12 @@ int file_end_request(struct conn *c, const struct proto_frame *f)
 	if (close(x->fd) < 0 && !err)
 		err = errno;
 	x->fd = -1;
+	if (!err && x->tmp && rename(x->tmp, x->final) < 0)
+		err = errno;
+	if (!err && x->tmp) {
+		free(x->tmp);         /* committed: not removed by xfer_end */
+		x->tmp = NULL;
+	}
 	xfer_end(x);
 	if (err)
 		conn_send_error(c, f->id, err, "write: %s", strerror(err));

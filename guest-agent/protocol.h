@@ -77,6 +77,11 @@ enum proto_type {
 #define PROTO_WRITE_CREATE 1u   /* create if missing */
 #define PROTO_WRITE_TRUNC  2u   /* truncate if present */
 #define PROTO_WRITE_APPEND 4u
+/* Written to a new temporary file beside the path (mode exactly), renamed
+ * over it once FILE_END's fsync succeeds, removed if the transfer ends in
+ * any other way: the path holds the old file or the whole new one, never
+ * a part. CREATE, TRUNC and APPEND are then ignored. */
+#define PROTO_WRITE_REPLACE 8u
 
 /* PROTO_EXIT kinds */
 enum proto_exit_kind {

@@ -21,7 +21,7 @@ enum opt_id {
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
-	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES,
+	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE,
 	O_ALLOW_NET, O_RESOLVE,
 };
 
@@ -139,6 +139,8 @@ static const struct cli_option options[] = {
 	  "/var/lib/mayfly/serve as root); what a previous\nservice left there is cleaned at start" },
 	{ "pool", O_POOL, C_SERVE, "N", "keep N restored VMs ready for creates (default 0)" },
 	{ "max-sandboxes", O_MAX_SANDBOXES, C_SERVE, "N", "at most N sandboxes at once (default 64)" },
+	{ "template", O_TEMPLATE, C_SERVE, "NAME=DIR", "another template: the snapshot in DIR, with a warm\n"
+	  "pool of its own; a create names it \"template\":\"NAME\"\n(repeatable, at most 7)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK | C_SERVE, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
 	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK | C_SERVE, NULL,
@@ -463,6 +465,22 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return CLI_ERROR;
 		c->serve.pool = (unsigned)n;
 		return CLI_OK;
+	case O_TEMPLATE: {
+		const char *eq = strchr(val, '=');
+		size_t len = eq ? (size_t)(eq - val) : 0;
+
+		if (!eq || !len || len > 32 || strspn(val, "abcdefghijklmnopqrstuvwxyz0123456789_-") != len ||
+		    !eq[1])
+			return fail(err, errlen, "--template %s: want NAME=DIR, NAME of a-z, 0-9, _ and - "
+				    "(at most 32)", val);
+		if (len == 7 && !strncmp(val, "default", 7))
+			return fail(err, errlen, "--template: the name 'default' is the default "
+				    "template's (--snapshot DIR)");
+		if (c->serve.ntemplates >= CLI_MAX_TEMPLATES)
+			return fail(err, errlen, "at most %d --template", CLI_MAX_TEMPLATES);
+		c->serve.templates[c->serve.ntemplates++] = val;
+		return CLI_OK;
+	}
 	case O_MAX_SANDBOXES:
 		if (number("max-sandboxes", val, 1, 1024, false, &n, err, errlen))
 			return CLI_ERROR;

@@ -14,6 +14,7 @@ enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_A
 	       CLI_FORK, CLI_SERVE, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
+#define CLI_MAX_TEMPLATES 7    /* serve: --template, beside the default */
 
 /* A parsed command line. vm is what boot and run build (run adds its own
  * rootfs and vsock); run is the agent call of run, exec and cp. Strings in
@@ -37,6 +38,8 @@ struct cli {
 	struct {                   /* mayfly serve */
 		const char *socket, *listen, *tokens, *state;
 		unsigned pool, max_sandboxes;
+		const char *templates[CLI_MAX_TEMPLATES];   /* --template NAME=DIR */
+		int ntemplates;
 	} serve;
 };
 

@@ -151,6 +151,53 @@ Test(files, binary_write_then_read_back)
 	free(got);
 }
 
+/* Files in c.dir whose name starts with prefix. */
+static int count_prefixed(const char *prefix)
+{
+	char cmd[160];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -c '^%s'", c.dir, prefix);
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+Test(files, a_replacing_write_is_whole_or_nothing)
+{
+	uint8_t *got;
+	size_t got_len;
+
+	write_file(1, at("doc"), 0644, PROTO_WRITE_CREATE | PROTO_WRITE_TRUNC,
+		   (const uint8_t *)"old", 3);
+	/* Committed: the new content, exactly the mode asked for. */
+	write_file(2, at("doc"), 0600, PROTO_WRITE_REPLACE, (const uint8_t *)"brand new", 9);
+	got = read_file(3, at("doc"), &got_len);
+	cr_assert(got_len == 9 && memcmp(got, "brand new", 9) == 0);
+	free(got);
+	cr_assert_eq(stat_path(4, at("doc")).mode, 0600);
+	cr_assert_eq(count_prefixed(".doc.mayfly-"), 0, "a committed write left its temporary file");
+	/* Under way: the old file is whole beside the temporary one. */
+	send_path_u32s(PROTO_FILE_WRITE, 5, at("doc"), 0644, PROTO_WRITE_REPLACE, true);
+	client_expect(&c, PROTO_OK, 5);
+	send_data(PROTO_FILE_DATA, 5, (const uint8_t *)"torn", 4);
+	got = read_file(6, at("doc"), &got_len);
+	cr_assert(got_len == 9 && memcmp(got, "brand new", 9) == 0);
+	free(got);
+	cr_assert_eq(count_prefixed(".doc.mayfly-"), 1);
+	/* The host goes before FILE_END: the old file stays, nothing is left. */
+	close(c.fd);
+	c.fd = -1;
+	for (int i = 0; i < 500 && count_prefixed(".doc.mayfly-") != 0; i++)
+		usleep(10000);
+	cr_assert_eq(count_prefixed(".doc.mayfly-"), 0, "an abandoned write left its temporary file");
+	cr_assert_eq(count_prefixed("doc"), 1);
+}
+
 Test(files, write_errors)
 {
 	/* No CREATE flag and no file. */

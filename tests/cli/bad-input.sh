@@ -39,7 +39,7 @@ expect() {
 	fi
 }
 
-echo "1..63"
+echo "1..66"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -113,6 +113,13 @@ expect "serve --socket with --listen" 2 "exclude each other" -- "$mayfly" serve 
 expect "serve with a missing token file" 2 "cannot open token file" -- "$mayfly" serve --tokens "$tmp/nope"
 expect "serve with an empty token file" 2 "no token" -- "$mayfly" serve --tokens "$tmp/kvm-root-only"
 expect "serve --listen off loopback" 2 "only a loopback address" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --tokens "$tmp/tokens" --listen 0.0.0.0:8080
+expect "serve --template without NAME=" 2 "want NAME=DIR" -- "$mayfly" serve --template "$tmp/dir"
+expect "serve --template default=DIR" 2 "is the default template's" -- "$mayfly" serve --template "default=$tmp/dir"
+expect "serve with a template that is no snapshot" 125 "no snapshot in" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --socket "$tmp/nosnap.sock"
+if [ -e "$tmp/nosnap.sock" ]; then
+	echo "# serve left its socket after a template that is no snapshot"
+	failed=$((failed + 1))
+fi
 expect "boot with a stray argument" 2 "unexpected argument 'stray'" -- "$mayfly" boot --kernel "$good_kernel" stray
 if ls -d /tmp/mayfly-run-* > /dev/null 2>&1; then
 	echo "# a /tmp/mayfly-run-* directory is left behind"

@@ -34,8 +34,9 @@ static void setup(void)
 	svc->cfg.state = root;
 	svc->cfg.max_sandboxes = 4;
 	svc->cfg.call_timeout_s = 5;
-	snprintf(svc->cfg.tmpl.name, sizeof(svc->cfg.tmpl.name), "default");
-	snprintf(svc->cfg.tmpl.id, sizeof(svc->cfg.tmpl.id), "abc");
+	snprintf(svc->cfg.tmpl[0].name, sizeof(svc->cfg.tmpl[0].name), "default");
+	snprintf(svc->cfg.tmpl[0].id, sizeof(svc->cfg.tmpl[0].id), "abc");
+	svc->cfg.ntmpl = 1;
 	cr_assert_eq(service_start(svc), 0);
 	cr_assert_eq(tokens_parse(&tokens, "alice " TOKEN "\n", strlen("alice " TOKEN "\n"), err,
 				  sizeof(err)), 0);

@@ -19,7 +19,8 @@ static bool has_line(const char *text, const char *line)
 Test(serve_metrics, gauges_counters_and_cumulative_histograms)
 {
 	struct metrics m;
-	struct metrics_gauges g = { .starting = 1, .running = 3, .pool_ready = 2, .pool_target = 4 };
+	struct metrics_gauges g = { .starting = 1, .running = 3, .pool_ready = 3, .pool_target = 4,
+				    .ntmpl = 2, .tmpl_name = { "default", "py" }, .tmpl_ready = { 2, 1 } };
 	size_t len;
 	char *text;
 
@@ -35,8 +36,9 @@ Test(serve_metrics, gauges_counters_and_cumulative_histograms)
 	cr_assert_eq(strlen(text), len);
 	cr_assert(has_line(text, "mayfly_serve_sandboxes{state=\"running\"} 3"));
 	cr_assert(has_line(text, "mayfly_serve_sandboxes{state=\"starting\"} 1"));
-	cr_assert(has_line(text, "mayfly_serve_pool_ready 2"));
-	cr_assert(has_line(text, "mayfly_serve_pool_target 4"));
+	cr_assert(has_line(text, "mayfly_serve_pool_ready{template=\"default\"} 2"));
+	cr_assert(has_line(text, "mayfly_serve_pool_ready{template=\"py\"} 1"));
+	cr_assert(has_line(text, "mayfly_serve_pool_target{template=\"py\"} 4"));
 	cr_assert(has_line(text, "mayfly_serve_failures_total{cause=\"refused\"} 2"));
 	cr_assert(has_line(text, "mayfly_serve_failures_total{cause=\"auth\"} 0"));
 	cr_assert(has_line(text, "mayfly_serve_requests_total 1"));

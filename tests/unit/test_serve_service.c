@@ -53,9 +53,17 @@ static void start(unsigned pool)
 	svc = calloc(1, sizeof(*svc));
 	svc->cfg.state = state;
 	snprintf(svc->cfg.exe, sizeof(svc->cfg.exe), "%s", fake);
-	snprintf(svc->cfg.tmpl.name, sizeof(svc->cfg.tmpl.name), "default");
-	snprintf(svc->cfg.tmpl.id, sizeof(svc->cfg.tmpl.id), "fake");
-	snprintf(svc->cfg.tmpl.dir, sizeof(svc->cfg.tmpl.dir), "%s", root);
+	/* Two templates: the fake VMM ignores their directories. */
+	for (int i = 0; i < 2; i++) {
+		struct service_template *t = &svc->cfg.tmpl[i];
+
+		snprintf(t->name, sizeof(t->name), "%s", i ? "py" : "default");
+		snprintf(t->id, sizeof(t->id), "%s", i ? "fake-py" : "fake");
+		snprintf(t->dir, sizeof(t->dir), "%s", root);
+		t->cpus = 1;
+		t->mem_mib = i ? 512 : 256;
+	}
+	svc->cfg.ntmpl = 2;
 	svc->cfg.pool = pool;
 	svc->cfg.max_sandboxes = 8;
 	svc->cfg.call_timeout_s = 10;
@@ -136,6 +144,40 @@ static void exec(struct sandbox *sb, const char *body, char *out, size_t len)
 	calls_exec_end(s);
 }
 
+/* A streamed PUT of data in two pieces, ended with rc (0: committed). */
+static void put(struct sandbox *sb, const char *path, const char *data, size_t len, int rc,
+		struct call_result *r)
+{
+	struct file_put *p;
+
+	cr_assert_eq(calls_put_begin(svc, sb, "test", path, 0600, &p, r), 0, "%s", r->error);
+	cr_assert_eq(calls_put_data(p, data, len / 2), 0);
+	cr_assert_eq(calls_put_data(p, data + len / 2, len - len / 2), 0);
+	calls_put_end(p, rc, r);
+}
+
+/* A streamed GET read in small pieces: the bytes (malloc'd), or NULL
+ * with r's error. */
+static uint8_t *get(struct sandbox *sb, const char *path, size_t *len, struct call_result *r)
+{
+	struct file_get *g;
+	uint8_t *data = NULL;
+	uint64_t size;
+	ssize_t n;
+
+	*len = 0;
+	if (calls_get_begin(svc, sb, "test", path, &g, &size, r))
+		return NULL;
+	data = malloc(size + 1);
+	while ((n = calls_get_read(g, data + *len, 2)) > 0)
+		*len += (size_t)n;
+	cr_assert_eq(n, 0);
+	cr_assert_eq(*len, size);
+	calls_get_end(g);
+	r->status = 200;
+	return data;
+}
+
 Test(serve_service, create_exec_files_delete)
 {
 	struct sandbox *sb = create(), *held;
@@ -152,15 +194,22 @@ Test(serve_service, create_exec_files_delete)
 	cr_assert(strstr(out, "\"code\":3"), "%s", out);
 
 	cr_assert_eq(service_get(svc, sb->id, &held, err, sizeof(err)), 0);
-	calls_file_put(svc, held, "test", "/f.txt", "abc", 3, 0600, &r);
+	put(held, "/f.txt", "abc", 3, 0, &r);
 	cr_assert_eq(r.status, 204, "%s", r.error);
-	calls_file_get(svc, held, "test", "/f.txt", &data, &len, &r);
+	data = get(held, "/f.txt", &len, &r);
 	cr_assert_eq(r.status, 200, "%s", r.error);
 	cr_assert_eq(len, 3);
 	cr_assert_eq(memcmp(data, "abc", 3), 0);
 	free(data);
-	calls_file_get(svc, held, "test", "/missing", &data, &len, &r);
+	/* A PUT stopped part-way leaves the file as it was. */
+	put(held, "/f.txt", "a torn write", 12, -ECONNABORTED, &r);
+	cr_assert_eq(r.status, 502, "%d %s", r.status, r.error);
+	data = get(held, "/f.txt", &len, &r);
+	cr_assert(r.status == 200 && len == 3 && memcmp(data, "abc", 3) == 0);
+	free(data);
+	data = get(held, "/missing", &len, &r);
 	cr_assert_eq(r.status, 404, "%d %s", r.status, r.error);
+	cr_assert_null(data);
 	service_put(svc, held);
 
 	snprintf(id, sizeof(id), "%s", sb->id);
@@ -219,6 +268,49 @@ Test(serve_service, a_vm_that_does_not_start_is_500_with_its_line_and_leaves_not
 	setenv("FAKE_VMM_FAIL", "1", 1);
 	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 500);
 	cr_assert(strstr(err, "a fake failure"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(entries(dir), 0);
+}
+
+Test(serve_service, a_cpus_or_mem_other_than_the_templates_is_400_before_any_vm_starts)
+{
+	struct api_create req = { .cpus = 2 };
+	struct sandbox *sb;
+	char err[400], dir[96];
+
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "cpus 2 differs from template 'default''s 1"), "%s", err);
+	req = (struct api_create){ .mem_mib = 512 };
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "mem 512 differs from template 'default''s 256 MiB"), "%s", err);
+	cr_assert_eq(entries(dir), 0, "a VM was started for a refused create");
+	/* The template's own shape is no mistake. */
+	req = (struct api_create){ .cpus = 1, .mem_mib = 256 };
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(serve_service, a_create_names_its_template_by_name_or_id_and_an_unknown_one_is_400)
+{
+	struct api_create req = { .template = "py" };
+	struct sandbox *sb;
+	char err[400], dir[96];
+
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_str_eq(sb->rec.template, "fake-py");
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
+	snprintf(req.template, sizeof(req.template), "fake-py");
+	req.mem_mib = 512;         /* py's, not the default's */
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
+	service_put(svc, sb);
+	cr_assert_str_eq(sb->rec.template, "fake-py");
+	cr_assert_eq(service_delete(svc, sb->id, err, sizeof(err)), 0, "%s", err);
+	snprintf(req.template, sizeof(req.template), "nope");
+	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
+	cr_assert(strstr(err, "no template 'nope' (this service has: default py)"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
 	cr_assert_eq(entries(dir), 0);
 }
@@ -287,18 +379,17 @@ static void pool_setup(void)
 
 TestSuite(serve_pool, .init = pool_setup, .fini = teardown);
 
-/* Up to 5 s for the pool to hold its 2 VMs. */
-static void wait_pool_full(const char *what)
+/* Up to 5 s for the pools to hold their 2 VMs each (two templates);
+ * the gauges then into *g. */
+static void wait_pool_full(const char *what, struct metrics_gauges *g)
 {
-	struct metrics_gauges g;
-
 	for (int i = 0; i < 500; i++) {
-		service_gauges(svc, &g);
-		if (g.pool_ready == 2)
+		service_gauges(svc, g);
+		if (g->pool_ready == 4)
 			return;
 		usleep(10000);
 	}
-	cr_assert_eq(g.pool_ready, 2, "the pool did not %s", what);
+	cr_assert_eq(g->pool_ready, 4, "the pools did not %s", what);
 }
 
 Test(serve_pool, fills_gives_and_refills)
@@ -306,11 +397,15 @@ Test(serve_pool, fills_gives_and_refills)
 	struct metrics_gauges g;
 	struct sandbox *sb;
 
-	wait_pool_full("fill");
+	wait_pool_full("fill", &g);
+	cr_assert(g.ntmpl == 2 && g.tmpl_ready[0] == 2 && g.tmpl_ready[1] == 2);
 	sb = create();
 	service_gauges(svc, &g);
 	cr_assert_eq(g.running, 1);
-	wait_pool_full("refill");
+	cr_assert_eq(g.tmpl_ready[0], 1, "the default template's pool did not give it");
+	cr_assert_eq(g.tmpl_ready[1], 2, "another template's pool gave it");
+	cr_assert_str_eq(sb->rec.template, "fake");
+	wait_pool_full("refill", &g);
 	{
 		json_t *list = service_list(svc);
 
@@ -352,14 +447,14 @@ Test(serve_pool, a_create_with_network_rules_boots_its_own_vm_with_them)
 	char err[400];
 	int st;
 
-	wait_pool_full("fill");
+	wait_pool_full("fill", &g);
 	cr_assert_eq(api_parse_create(body, strlen(body), &req, err, sizeof(err)), 0, "%s", err);
 	st = service_create(svc, &req, &sb, err, sizeof(err));
 	api_create_free(&req);
 	cr_assert_eq(st, 201, "create: %d %s", st, err);
 	service_put(svc, sb);
 	service_gauges(svc, &g);
-	cr_assert_eq(g.pool_ready, 2, "a pooled VM was taken");
+	cr_assert_eq(g.pool_ready, 4, "a pooled VM was taken");
 	cr_assert(cmdline_has(sb->pid, "--allow-net", "a.test:443"));
 	cr_assert(cmdline_has(sb->pid, "--resolve", "a.test:127.0.0.1"));
 	{

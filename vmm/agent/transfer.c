@@ -64,52 +64,98 @@ static ssize_t source_read(struct source *src, uint8_t *buf, size_t cap, char *w
 	return n;
 }
 
-/* FILE_WRITE, the OK, FILE_DATA of each chunk, FILE_END and its OK. */
-static int send_file(struct agent_client *c, struct source *src, const char *guest, uint32_t mode,
-		     uint32_t flags, uint64_t deadline_ns, struct transfer_stats *st, char *why,
-		     size_t whylen)
+int transfer_put_begin(struct transfer_put *p, struct agent_client *c, const char *guest,
+		       uint32_t mode, uint32_t flags, uint64_t deadline_ns, struct transfer_stats *st,
+		       char *why, size_t whylen)
 {
-	uint8_t chunk[PROTO_CHUNK];
-	uint32_t id = agent_client_id(c);
 	struct proto_writer w;
-	SHA2_CTX ctx;
 	int rc, len;
 
-	stats_begin(st, &ctx);
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_WRITE, id);
+	why[0] = '\0';
+	*p = (struct transfer_put){ .c = c, .id = agent_client_id(c), .deadline_ns = deadline_ns,
+				    .st = st };
+	stats_begin(st, &p->ctx);
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_WRITE, p->id);
 	proto_put_str(&w, guest);
 	proto_put_u32(&w, mode);
 	proto_put_u32(&w, flags);
 	len = proto_end(&w);
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 	if (!rc)
-		rc = agent_client_wait_ok(c, id, deadline_ns, why, whylen);
-	while (!rc) {
-		ssize_t n = source_read(src, chunk, sizeof(chunk), why, whylen);
+		rc = agent_client_wait_ok(c, p->id, deadline_ns, why, whylen);
+	return rc ? agent_client_lost(rc, why, whylen) : 0;
+}
 
-		if (n < 0) {
-			/* The agent waits for more: what we sent is a torn file, and
-			 * this connection is out of step. */
-			c->broken = true;
-			rc = (int)n;
-			break;
-		}
-		stats_add(st, &ctx, chunk, (size_t)n);
-		proto_begin(&w, c->wbuf, sizeof(c->wbuf), n ? PROTO_FILE_DATA : PROTO_FILE_END, id);
-		if (n)
-			proto_put_bytes(&w, chunk, (uint32_t)n);
+int transfer_put_data(struct transfer_put *p, const void *data, size_t n, char *why,
+		      size_t whylen)
+{
+	const uint8_t *b = data;
+
+	while (n) {
+		uint32_t k = n < PROTO_CHUNK ? (uint32_t)n : PROTO_CHUNK;
+		struct proto_writer w;
+		int rc, len;
+
+		proto_begin(&w, p->c->wbuf, sizeof(p->c->wbuf), PROTO_FILE_DATA, p->id);
+		proto_put_bytes(&w, b, k);
 		len = proto_end(&w);
-		rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-		if (!n) {
-			if (!rc)
-				rc = agent_client_wait_ok(c, id, deadline_ns, why, whylen);
-			break;
+		rc = len < 0 ? len : agent_client_send(p->c, (size_t)len, p->deadline_ns);
+		if (rc) {
+			p->c->broken = true;
+			return agent_client_lost(rc, why, whylen);
 		}
+		stats_add(p->st, &p->ctx, b, k);
+		b += k;
+		n -= k;
 	}
-	stats_end(st, &ctx);
+	return 0;
+}
+
+int transfer_put_end(struct transfer_put *p, char *why, size_t whylen)
+{
+	struct proto_writer w;
+	int rc, len;
+
+	stats_end(p->st, &p->ctx);
+	proto_begin(&w, p->c->wbuf, sizeof(p->c->wbuf), PROTO_FILE_END, p->id);
+	len = proto_end(&w);
+	rc = len < 0 ? len : agent_client_send(p->c, (size_t)len, p->deadline_ns);
+	if (!rc)
+		rc = agent_client_wait_ok(p->c, p->id, p->deadline_ns, why, whylen);
+	return rc ? agent_client_lost(rc, why, whylen) : 0;
+}
+
+void transfer_put_abort(struct transfer_put *p)
+{
+	stats_end(p->st, &p->ctx);
+	/* The agent waits for more: this connection is out of step, and
+	 * closing it is what ends the write (a replacing one leaves nothing). */
+	p->c->broken = true;
+}
+
+/* FILE_WRITE, the OK, FILE_DATA of each chunk, FILE_END and its OK. */
+static int send_file(struct agent_client *c, struct source *src, const char *guest, uint32_t mode,
+		     uint32_t flags, uint64_t deadline_ns, struct transfer_stats *st, char *why,
+		     size_t whylen)
+{
+	uint8_t chunk[PROTO_CHUNK];
+	struct transfer_put p;
+	ssize_t n;
+	int rc;
+
+	rc = transfer_put_begin(&p, c, guest, mode, flags, deadline_ns, st, why, whylen);
 	if (rc)
-		agent_client_lost(rc, why, whylen);
-	return rc;
+		return rc;
+	while ((n = source_read(src, chunk, sizeof(chunk), why, whylen)) > 0) {
+		rc = transfer_put_data(&p, chunk, (size_t)n, why, whylen);
+		if (rc)
+			break;
+	}
+	if (n < 0 || rc) {
+		transfer_put_abort(&p);
+		return rc ? rc : agent_client_lost((int)n, why, whylen);
+	}
+	return transfer_put_end(&p, why, whylen);
 }
 
 int transfer_put(struct agent_client *c, const char *local, const char *guest,
@@ -266,36 +312,47 @@ int transfer_target_close(struct transfer_target *t, int rc, char *why, size_t w
 typedef int (*sink_fn)(void *opaque, const uint8_t *data, size_t n, uint64_t deadline_ns,
 		       char *why, size_t whylen);
 
-/* FILE_READ, then FILE_DATA to the sink until FILE_END, at most max_bytes. */
-static int recv_file(struct agent_client *c, const char *guest, uint64_t max_bytes,
-		     const char *limit_name, sink_fn sink, void *opaque, uint64_t deadline_ns,
-		     struct transfer_stats *st, char *why, size_t whylen)
+int transfer_read_begin(struct transfer_read *r, struct agent_client *c, const char *guest,
+			uint64_t max_bytes, const char *limit_name, uint64_t deadline_ns,
+			struct transfer_stats *st, char *why, size_t whylen)
 {
-	uint32_t id = agent_client_id(c);
 	struct proto_writer w;
-	struct proto_frame f;
-	bool refused = false;
-	uint64_t total = 0;
-	SHA2_CTX ctx;
 	int rc, len;
 
-	stats_begin(st, &ctx);
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_READ, id);
+	why[0] = '\0';
+	*r = (struct transfer_read){ .c = c, .id = agent_client_id(c), .max = max_bytes,
+				     .limit_name = limit_name, .deadline_ns = deadline_ns, .st = st };
+	stats_begin(st, &r->ctx);
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FILE_READ, r->id);
 	proto_put_str(&w, guest);
 	len = proto_end(&w);
 	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-	while (!rc) {
+	if (rc) {
+		stats_end(st, &r->ctx);
+		c->broken = true;
+		return agent_client_lost(rc, why, whylen);
+	}
+	return 0;
+}
+
+ssize_t transfer_read_next(struct transfer_read *r, const uint8_t **data, char *why,
+			   size_t whylen)
+{
+	struct proto_frame f;
+	bool refused = false;
+	int rc;
+
+	for (;;) {
 		struct proto_reader rd;
-		const uint8_t *data;
 		uint32_t n;
 
-		rc = agent_client_recv(c, &f, deadline_ns);
+		rc = agent_client_recv(r->c, &f, r->deadline_ns);
 		if (rc <= 0) {
 			rc = rc ? rc : -ETIMEDOUT;
 			break;
 		}
 		rc = 0;
-		if (f.id != id)
+		if (f.id != r->id)
 			continue;
 		if (f.type == PROTO_FILE_END)
 			break;
@@ -305,30 +362,54 @@ static int recv_file(struct agent_client *c, const char *guest, uint64_t max_byt
 			break;
 		}
 		proto_reader_init(&rd, &f);
-		if (f.type != PROTO_FILE_DATA || !proto_get_bytes(&rd, &data, &n) || !proto_done(&rd)) {
+		if (f.type != PROTO_FILE_DATA || !proto_get_bytes(&rd, data, &n) || !proto_done(&rd)) {
 			snprintf(why, whylen, "the guest agent sent a malformed %s frame",
 				 proto_type_name(f.type));
 			rc = -EPROTO;
 			break;
 		}
-		if (n > max_bytes - total) {
+		if (n > r->max - r->total) {
 			snprintf(why, whylen, "the guest's file is larger than %s (%llu bytes)",
-				 limit_name, (unsigned long long)max_bytes);
+				 r->limit_name, (unsigned long long)r->max);
 			rc = -EFBIG;
 			break;
 		}
-		total += n;
-		stats_add(st, &ctx, data, n);
-		rc = sink(opaque, data, n, deadline_ns, why, whylen);
+		if (!n)
+			continue;
+		r->total += n;
+		stats_add(r->st, &r->ctx, *data, n);
+		return n;
 	}
-	stats_end(st, &ctx);
+	stats_end(r->st, &r->ctx);
 	/* Unless the agent refused, it may still be sending this file: what
 	 * comes after would be read as answers to the next call. */
 	if (rc && !refused)
-		c->broken = true;
+		r->c->broken = true;
+	return rc ? agent_client_lost(rc, why, whylen) : 0;
+}
+
+/* FILE_READ, then FILE_DATA to the sink until FILE_END, at most max_bytes. */
+static int recv_file(struct agent_client *c, const char *guest, uint64_t max_bytes,
+		     const char *limit_name, sink_fn sink, void *opaque, uint64_t deadline_ns,
+		     struct transfer_stats *st, char *why, size_t whylen)
+{
+	struct transfer_read r;
+	const uint8_t *data;
+	ssize_t n;
+	int rc;
+
+	rc = transfer_read_begin(&r, c, guest, max_bytes, limit_name, deadline_ns, st, why, whylen);
 	if (rc)
-		agent_client_lost(rc, why, whylen);
-	return rc;
+		return rc;
+	while ((n = transfer_read_next(&r, &data, why, whylen)) > 0) {
+		rc = sink(opaque, data, (size_t)n, deadline_ns, why, whylen);
+		if (rc) {
+			/* The agent is still sending: out of step. */
+			c->broken = true;
+			return agent_client_lost(rc, why, whylen);
+		}
+	}
+	return (int)n;
 }
 
 struct file_sink {

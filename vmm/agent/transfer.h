@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sha2.h>
+
 #include "agent/client.h"
 
 /* Copy a local file to the guest (mode from the local file), finishing by
@@ -27,6 +29,52 @@ int transfer_put_fd(struct agent_client *c, int fd, const char *local, const cha
 int transfer_put_mem(struct agent_client *c, const void *data, size_t len, const char *guest,
 		     uint32_t mode, bool append, uint64_t deadline_ns, struct transfer_stats *st,
 		     char *why, size_t whylen);
+
+/* A write whose bytes come in pieces (an HTTP body): transfer_put_begin
+ * (FILE_WRITE with flags PROTO_WRITE_*, answered OK), transfer_put_data
+ * for each piece, then transfer_put_end (FILE_END, answered OK once the
+ * file is on the guest's disk) or transfer_put_abort (the connection is
+ * then out of step: close it; the agent drops a PROTO_WRITE_REPLACE
+ * write whole). Each 0 or -errno with why; st (NULL: none) says what
+ * went. */
+struct transfer_put {
+	struct agent_client *c;
+	uint32_t id;
+	uint64_t deadline_ns;
+	struct transfer_stats *st;
+	SHA2_CTX ctx;
+};
+
+int transfer_put_begin(struct transfer_put *p, struct agent_client *c, const char *guest,
+		       uint32_t mode, uint32_t flags, uint64_t deadline_ns, struct transfer_stats *st,
+		       char *why, size_t whylen);
+int transfer_put_data(struct transfer_put *p, const void *data, size_t n, char *why,
+		      size_t whylen);
+int transfer_put_end(struct transfer_put *p, char *why, size_t whylen);
+void transfer_put_abort(struct transfer_put *p);
+
+/* A read whose bytes go out in pieces (an HTTP body): transfer_read_begin
+ * (FILE_READ), then transfer_read_next until it returns 0 (FILE_END) or
+ * -errno. More than max_bytes in all is -EFBIG (limit_name names the
+ * limit in why). After -errno other than the agent's refusal the
+ * connection is out of step (marked broken: close it). st (NULL: none)
+ * is complete once next returned 0 or -errno. */
+struct transfer_read {
+	struct agent_client *c;
+	uint32_t id;
+	uint64_t max, total, deadline_ns;
+	const char *limit_name;
+	struct transfer_stats *st;
+	SHA2_CTX ctx;
+};
+
+int transfer_read_begin(struct transfer_read *r, struct agent_client *c, const char *guest,
+			uint64_t max_bytes, const char *limit_name, uint64_t deadline_ns,
+			struct transfer_stats *st, char *why, size_t whylen);
+/* The next piece: its length (> 0) with *data pointing into the client's
+ * buffer, valid until the next call on c; 0 at the end; -errno with why. */
+ssize_t transfer_read_next(struct transfer_read *r, const uint8_t **data, char *why,
+			   size_t whylen);
 
 /* Copy a guest file to `local`, finishing by deadline_ns. A regular file
  * (or a new name; a symbolic link is followed) is written to a temporary

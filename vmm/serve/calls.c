@@ -346,7 +346,7 @@ int calls_signal(struct service *svc, struct sandbox *sb, uint64_t exec_id, int 
 	return rc;
 }
 
-/* One file call: approve, connect, run `op`, record. */
+/* One file call: approve, connect, run its op (or stream), record. */
 struct file_call {
 	struct service *svc;
 	struct sandbox *sb;
@@ -355,97 +355,226 @@ struct file_call {
 	uint64_t deadline;
 	struct transfer_stats st;
 	char why[300];
+	struct gate g;
+	json_t *call;
+	uint64_t t0;
 };
 
 typedef int (*file_op)(struct file_call *fc, void *opaque);
+
+/* Approve and connect. 0; else r says why, and what the call holds is
+ * released (a connect failure recorded). */
+static int file_call_begin(struct file_call *fc, struct service *svc, struct sandbox *sb,
+			   const char *caller, const char *tool, const char *op, const char *path,
+			   struct call_result *r)
+{
+	*fc = (struct file_call){ .svc = svc, .sb = sb, .path = path };
+	fc->call = gate_file_call(tool, path, NULL);
+	gate_for(&fc->g, svc, sb, caller);
+	if (fc->call && op)
+		json_object_set_new(fc->call, "op", json_string(op));
+	/* A failure is counted by its cause where its HTTP error is sent. */
+	if (ask(&fc->g, fc->call, &fc->t0, r)) {
+		json_decref(fc->call);
+		return -EPERM;
+	}
+	fc->c = calloc(1, sizeof(*fc->c));
+	if (!fc->c) {
+		result(r, 500, "internal", "out of memory");
+	} else if (connect_agent(svc, sb, fc->c, r)) {
+		free(fc->c);
+		fc->c = NULL;
+	} else {
+		fc->deadline = clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S;
+		return 0;
+	}
+	snprintf(fc->why, sizeof(fc->why), "%.250s", r->error);
+	if (gate_record_file(&fc->g, fc->call, fc->t0, -EIO, fc->why, &fc->st, fc->why,
+			     sizeof(fc->why)))
+		result(r, 500, "audit", "%s", fc->why);
+	json_decref(fc->call);
+	return -EIO;
+}
+
+/* The call ended with rc (0, or -errno with fc->why): r set, the agent
+ * closed, the call recorded. */
+static void file_call_end(struct file_call *fc, int rc, struct call_result *r)
+{
+	if (rc)
+		agent_failed(r, rc, fc->path, fc->why);
+	else
+		result(r, 200, NULL, "%s", "");
+	agent_client_close(fc->c);
+	free(fc->c);
+	fc->c = NULL;
+	if (gate_record_file(&fc->g, fc->call, fc->t0, rc, fc->why, &fc->st, fc->why,
+			     sizeof(fc->why)))
+		result(r, 500, "audit", "%s", fc->why);
+	json_decref(fc->call);
+}
 
 static void file_call(struct service *svc, struct sandbox *sb, const char *caller, const char *tool,
 		      const char *op, const char *path, file_op fn, void *opaque,
 		      struct call_result *r)
 {
-	struct file_call fc = { svc, sb, path, NULL, 0, { 0 }, "" };
-	json_t *call = gate_file_call(tool, path, NULL);
-	struct gate g;
-	uint64_t t0;
+	struct file_call fc;
+
+	if (!file_call_begin(&fc, svc, sb, caller, tool, op, path, r))
+		file_call_end(&fc, fn(&fc, opaque), r);
+}
+
+struct file_put {
+	struct file_call fc;
+	struct transfer_put tp;
+	uint64_t max;
+	char path[API_MAX_PATH + 1];
+};
+
+int calls_put_begin(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    uint32_t mode, struct file_put **out, struct call_result *r)
+{
+	struct file_put *p = calloc(1, sizeof(*p));
 	int rc;
 
-	gate_for(&g, svc, sb, caller);
-	if (call && op)
-		json_object_set_new(call, "op", json_string(op));
-	/* A failure is counted by its cause where its HTTP error is sent. */
-	if (ask(&g, call, &t0, r)) {
-		json_decref(call);
-		return;
-	}
-	fc.c = calloc(1, sizeof(*fc.c));
-	if (!fc.c) {
+	*out = NULL;
+	if (!p) {
 		result(r, 500, "internal", "out of memory");
-		rc = -ENOMEM;
-		snprintf(fc.why, sizeof(fc.why), "out of memory");
-	} else if (connect_agent(svc, sb, fc.c, r)) {
-		rc = -EIO;
-		snprintf(fc.why, sizeof(fc.why), "%.250s", r->error);
-	} else {
-		fc.deadline = clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S;
-		rc = fn(&fc, opaque);
-		if (rc)
-			agent_failed(r, rc, path, fc.why);
-		else
-			result(r, 200, NULL, "%s", "");
-		agent_client_close(fc.c);
+		return -ENOMEM;
 	}
-	free(fc.c);
-	if (gate_record_file(&g, call, t0, rc, fc.why, &fc.st, fc.why, sizeof(fc.why)))
-		result(r, 500, "audit", "%s", fc.why);
-	json_decref(call);
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	p->max = svc->cfg.max_file;
+	rc = file_call_begin(&p->fc, svc, sb, caller, "write_file", NULL, p->path, r);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	rc = transfer_put_begin(&p->tp, p->fc.c, p->path, mode, PROTO_WRITE_REPLACE,
+				p->fc.deadline, &p->fc.st, p->fc.why, sizeof(p->fc.why));
+	if (rc) {
+		file_call_end(&p->fc, rc, r);
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
 }
 
-struct put_args {
-	const void *data;
-	size_t len;
-	uint32_t mode;
-};
-
-static int put_op(struct file_call *fc, void *opaque)
+int calls_put_data(struct file_put *p, const void *data, size_t n)
 {
-	struct put_args *a = opaque;
-
-	return transfer_put_mem(fc->c, a->data, a->len, fc->path, a->mode, false, fc->deadline,
-				&fc->st, fc->why, sizeof(fc->why));
+	if (n > p->max - p->fc.st.bytes) {
+		snprintf(p->fc.why, sizeof(p->fc.why), "the body is larger than %llu bytes",
+			 (unsigned long long)p->max);
+		return -EFBIG;
+	}
+	return transfer_put_data(&p->tp, data, n, p->fc.why, sizeof(p->fc.why));
 }
 
-void calls_file_put(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		    const void *data, size_t len, uint32_t mode, struct call_result *r)
+void calls_put_end(struct file_put *p, int rc, struct call_result *r)
 {
-	struct put_args a = { data, len, mode };
-
-	file_call(svc, sb, caller, "write_file", NULL, path, put_op, &a, r);
+	if (!rc)
+		rc = transfer_put_end(&p->tp, p->fc.why, sizeof(p->fc.why));
+	else
+		transfer_put_abort(&p->tp);
+	file_call_end(&p->fc, rc, r);
 	if (r->status == 200)
 		r->status = 204;
+	free(p);
 }
 
-struct get_args {
-	uint8_t *data;
-	size_t len;
-	uint64_t max;
+struct file_get {
+	struct file_call fc;
+	struct transfer_read tr;
+	const uint8_t *pending;    /* the rest of the last piece, into the client's buffer */
+	size_t npending;
+	int rc;
+	bool done;
+	char path[API_MAX_PATH + 1];
 };
 
-static int get_op(struct file_call *fc, void *opaque)
+int calls_get_begin(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    struct file_get **out, uint64_t *size, struct call_result *r)
 {
-	struct get_args *a = opaque;
+	struct file_get *g = calloc(1, sizeof(*g));
+	struct proto_stat st = { 0 };
+	int rc;
 
-	return transfer_get_mem(fc->c, fc->path, a->max, &a->data, &a->len, fc->deadline, &fc->st,
-				fc->why, sizeof(fc->why));
+	*out = NULL;
+	*size = UINT64_MAX;
+	if (!g) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(g->path, sizeof(g->path), "%s", path);
+	rc = file_call_begin(&g->fc, svc, sb, caller, "read_file", NULL, g->path, r);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	/* Its size first: an error is the reply's status, and the body's
+	 * length tells the client a stream cut short. */
+	rc = guest_fs_stat(g->fc.c, g->path, &st, g->fc.deadline, g->fc.why, sizeof(g->fc.why));
+	if (!rc && st.type == PROTO_FT_DIR)
+		rc = -EISDIR;
+	if (!rc && st.type == PROTO_FT_FILE && st.size > svc->cfg.max_file) {
+		snprintf(g->fc.why, sizeof(g->fc.why), "the file is %llu bytes, more than the "
+			 "service's limit of %llu", (unsigned long long)st.size,
+			 (unsigned long long)svc->cfg.max_file);
+		rc = -EFBIG;
+	}
+	if (!rc)
+		rc = transfer_read_begin(&g->tr, g->fc.c, g->path, svc->cfg.max_file,
+					 "the service's limit", g->fc.deadline, &g->fc.st, g->fc.why,
+					 sizeof(g->fc.why));
+	if (rc) {
+		file_call_end(&g->fc, rc, r);
+		free(g);
+		return rc;
+	}
+	if (st.type == PROTO_FT_FILE)
+		*size = st.size;
+	service_hold(svc, sb);     /* the stream's own, put back at its end */
+	*out = g;
+	return 0;
 }
 
-void calls_file_get(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		    uint8_t **data, size_t *len, struct call_result *r)
+ssize_t calls_get_read(struct file_get *g, void *buf, size_t len)
 {
-	struct get_args a = { NULL, 0, svc->cfg.max_file };
+	ssize_t n;
 
-	file_call(svc, sb, caller, "read_file", NULL, path, get_op, &a, r);
-	*data = a.data;
-	*len = a.len;
+	if (!g->npending && !g->done) {
+		n = transfer_read_next(&g->tr, &g->pending, g->fc.why, sizeof(g->fc.why));
+		if (n <= 0) {
+			g->done = true;
+			g->rc = (int)n;
+			g->npending = 0;
+		} else {
+			g->npending = (size_t)n;
+		}
+	}
+	if (g->done)
+		return g->rc;
+	n = (ssize_t)(len < g->npending ? len : g->npending);
+	memcpy(buf, g->pending, (size_t)n);
+	g->pending += n;
+	g->npending -= (size_t)n;
+	return n;
+}
+
+void calls_get_end(struct file_get *g)
+{
+	struct call_result r = { 0 };
+
+	/* A reader gone before the end: the agent may still be sending. */
+	if (!g->done) {
+		g->fc.c->broken = true;
+		g->rc = -ECONNABORTED;
+		snprintf(g->fc.why, sizeof(g->fc.why), "the HTTP client went before the end");
+	}
+	file_call_end(&g->fc, g->rc, &r);
+	if (r.status >= 400)
+		log_info("serve: GET %s of sandbox %s: %s", g->path, g->fc.sb->id, r.error);
+	service_put(g->fc.svc, g->fc.sb);
+	free(g);
 }
 
 static const char *type_name(uint32_t type)

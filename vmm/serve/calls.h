@@ -41,11 +41,31 @@ int calls_signal(struct service *svc, struct sandbox *sb, uint64_t exec_id, int 
 		 struct call_result *r);
 
 /* Files: path checked by the caller (api_check_path). Each fills r. */
-void calls_file_put(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		    const void *data, size_t len, uint32_t mode, struct call_result *r);
-/* *data malloc'd (the caller frees it) on 200. */
-void calls_file_get(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		    uint8_t **data, size_t *len, struct call_result *r);
+
+/* PUT, streamed: calls_put_begin (approved, the agent's replacing write
+ * open: 0 and *out; else r says why), calls_put_data with each piece of
+ * the body (0 or -errno: more than the service's max_file is -EFBIG),
+ * then calls_put_end with 0 to commit (204), or the -errno that stopped
+ * it (the guest's file is then as before). The end records the call and
+ * frees the stream; sb is the caller's to put. */
+struct file_put;
+int calls_put_begin(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    uint32_t mode, struct file_put **out, struct call_result *r);
+int calls_put_data(struct file_put *p, const void *data, size_t n);
+void calls_put_end(struct file_put *p, int rc, struct call_result *r);
+
+/* GET, streamed: calls_get_begin (approved, stat'd, the read started:
+ * 0, *out and *size, UINT64_MAX when unknown; else r says why: 404, 409
+ * a directory, 413 larger than max_file), then calls_get_read (> 0
+ * bytes, 0 at the end, -errno: the body is cut short) and calls_get_end
+ * (the call recorded, the stream freed). The stream holds sb (a hold of
+ * its own, beside the caller's) until its end. */
+struct file_get;
+int calls_get_begin(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		    struct file_get **out, uint64_t *size, struct call_result *r);
+ssize_t calls_get_read(struct file_get *g, void *buf, size_t len);
+void calls_get_end(struct file_get *g);
+
 /* *out: a JSON array or object on 200. */
 void calls_file_list(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
 		     json_t **out, struct call_result *r);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #define EXEC_READ_CHUNK 65536
+#define FILE_READ_CHUNK 65536
 
 /* One request, from its first callback to its completion. */
 struct request {
@@ -26,6 +27,12 @@ struct request {
 	char *body;
 	size_t len, cap, max;
 	bool too_large;
+	bool answered;             /* an error sent before the body */
+	/* A PUT's body goes to the guest as it comes, never held whole. */
+	bool put_started;
+	struct sandbox *sb;        /* held while the PUT runs */
+	struct file_put *put;      /* NULL: not open, or ended (res says how) */
+	struct call_result res;
 };
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, unsigned status,
@@ -188,6 +195,88 @@ static const char *query(struct MHD_Connection *conn, const char *key)
 	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* A GET's body, as the agent sends it. */
+static ssize_t file_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	ssize_t n = calls_get_read(cls, buf, max);
+
+	(void)pos;
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void file_free(void *cls)
+{
+	calls_get_end(cls);
+}
+
+static void fail_with(struct call_result *r, int status, const char *msg)
+{
+	r->status = status;
+	r->code = NULL;
+	snprintf(r->error, sizeof(r->error), "%s", msg);
+}
+
+/* A PUT's first piece (or its end, for an empty body): the sandbox held,
+ * the path and mode checked, the guest's replacing write opened. A
+ * failure is kept in rq->res for the end of the body. */
+static void put_open(struct http_server *h, struct MHD_Connection *conn, struct request *rq)
+{
+	const char *path = query(conn, "path"), *m = query(conn, "mode");
+	char *end = NULL, err[300];
+	unsigned long mode = m ? strtoul(m, &end, 8) : 0644;
+	int st;
+
+	rq->put_started = true;
+	if (api_check_path(path, err, sizeof(err))) {
+		fail_with(&rq->res, 400, err);
+	} else if (m && (!*m || *end || mode > 07777)) {
+		fail_with(&rq->res, 400, "mode must be octal, at most 7777");
+	} else {
+		st = service_get(h->svc, rq->m.id, &rq->sb, err, sizeof(err));
+		if (st) {
+			rq->sb = NULL;
+			fail_with(&rq->res, st, err);
+		} else {
+			calls_put_begin(h->svc, rq->sb, rq->caller, path, (uint32_t)mode, &rq->put,
+					&rq->res);
+		}
+	}
+}
+
+/* A PUT's end, or the connection's: the write committed (rc 0) or
+ * dropped, the sandbox put back. */
+static void put_close(struct http_server *h, struct request *rq, int rc)
+{
+	if (rq->put)
+		calls_put_end(rq->put, rc, &rq->res);
+	rq->put = NULL;
+	if (rq->sb)
+		service_put(h->svc, rq->sb);
+	rq->sb = NULL;
+}
+
+/* PUT .../files: each piece of the body straight on to the guest. */
+static enum MHD_Result on_put(struct http_server *h, struct MHD_Connection *conn,
+			      struct request *rq, const char *data, size_t *size)
+{
+	if (!rq->put_started)
+		put_open(h, conn, rq);
+	if (*size) {
+		int rc = rq->put ? calls_put_data(rq->put, data, *size) : 0;
+
+		if (rc) {   /* the rest of the body is read and dropped */
+			calls_put_end(rq->put, rc, &rq->res);
+			rq->put = NULL;
+		}
+		*size = 0;
+		return MHD_YES;
+	}
+	put_close(h, rq, 0);
+	return send_result(h, conn, &rq->res);
+}
+
 static bool query_true(struct MHD_Connection *conn, const char *key)
 {
 	const char *v = query(conn, key);
@@ -215,27 +304,17 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 	if (api_check_path(path, err, sizeof(err)))
 		return send_error(h, conn, 400, NULL, err);
 	switch (rq->m.route) {
-	case API_FILE_PUT: {
-		const char *m = query(conn, "mode");
-		char *end = NULL;
-		unsigned long mode = m ? strtoul(m, &end, 8) : 0644;
-
-		if (m && (!*m || *end || mode > 07777))
-			return send_error(h, conn, 400, NULL, "mode must be octal, at most 7777");
-		calls_file_put(h->svc, sb, rq->caller, path, rq->body, rq->len, (uint32_t)mode, &r);
-		return send_result(h, conn, &r);
-	}
 	case API_FILE_GET: {
 		struct MHD_Response *resp;
-		uint8_t *data;
-		size_t len;
+		struct file_get *g;
+		uint64_t size;
 
-		calls_file_get(h->svc, sb, rq->caller, path, &data, &len, &r);
-		if (r.status != 200)
+		if (calls_get_begin(h->svc, sb, rq->caller, path, &g, &size, &r))
 			return send_result(h, conn, &r);
-		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+		resp = MHD_create_response_from_callback(size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
+							 FILE_READ_CHUNK, file_reader, g, file_free);
 		if (!resp) {
-			free(data);
+			calls_get_end(g);
 			return MHD_NO;
 		}
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
@@ -398,6 +477,7 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 	if (!rq)
 		return MHD_NO;
 	*con_cls = rq;
+	rq->answered = true;       /* until every check below passed */
 	metrics_request(&h->svc->metrics);
 	st = api_route(method, url, &rq->m, &allow);
 	if (st == 404) {
@@ -426,6 +506,7 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (api_wants_json(rq->m.route) && ct && strncasecmp(ct, "application/json", 16))
 		return send_error(h, conn, 415, NULL, "the body must be application/json");
+	rq->answered = false;
 	return MHD_YES;
 }
 
@@ -439,6 +520,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	if (!rq)
 		return first_call(h, conn, url, method, con_cls);
+	if (rq->answered) {
+		*size = 0;
+		return MHD_YES;
+	}
+	if (rq->m.route == API_FILE_PUT)
+		return on_put(h, conn, rq, data, size);
 	if (*size) {
 		if (!rq->too_large && rq->len + *size > rq->max) {
 			rq->too_large = true;
@@ -479,11 +566,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct request *rq = *con_cls;
 
-	(void)cls;
 	(void)conn;
 	(void)toe;
 	if (!rq)
 		return;
+	/* A PUT cut short by its client: the guest's file stays as it was. */
+	put_close(cls, rq, -ECONNABORTED);
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;

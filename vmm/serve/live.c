@@ -109,7 +109,7 @@ static void ctl_failed(struct sandbox *sb, const char *what, int code, char *err
 {
 	char tail[300];
 
-	service_log_tail(sb, tail, sizeof(tail));
+	registry_log_tail(sb->dir, tail, sizeof(tail));
 	snprintf(err, errlen, "cannot %s sandbox %s (mayfly %s exited %d)%s%s", what, sb->id, what,
 		 code, tail[0] ? ": " : "", tail);
 }
@@ -203,7 +203,7 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 static int fork_child(struct service *svc, struct sandbox *parent, const char *dir,
 		      struct sandbox **out, char *err, size_t errlen)
 {
-	struct sandbox *sb = service_new_sandbox(svc);
+	struct sandbox *sb = service_new_sandbox(svc, parent->tmpl);
 	int rc;
 
 	if (!sb) {

@@ -72,11 +72,16 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
 	      "# TYPE mayfly_serve_sandboxes gauge\n", f);
 	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
 		fprintf(f, "mayfly_serve_sandboxes{state=\"%s\"} %u\n", states[i], counts[i]);
-	fprintf(f, "# HELP mayfly_serve_pool_ready Restored VMs waiting in the warm pool.\n"
-		"# TYPE mayfly_serve_pool_ready gauge\nmayfly_serve_pool_ready %u\n"
-		"# HELP mayfly_serve_pool_target The warm pool's size (--pool).\n"
-		"# TYPE mayfly_serve_pool_target gauge\nmayfly_serve_pool_target %u\n",
-		g->pool_ready, g->pool_target);
+	fputs("# HELP mayfly_serve_pool_ready Restored VMs waiting in a template's warm pool.\n"
+	      "# TYPE mayfly_serve_pool_ready gauge\n", f);
+	for (unsigned i = 0; i < g->ntmpl; i++)
+		fprintf(f, "mayfly_serve_pool_ready{template=\"%s\"} %u\n", g->tmpl_name[i],
+			g->tmpl_ready[i]);
+	fputs("# HELP mayfly_serve_pool_target A template's warm pool size (--pool).\n"
+	      "# TYPE mayfly_serve_pool_target gauge\n", f);
+	for (unsigned i = 0; i < g->ntmpl; i++)
+		fprintf(f, "mayfly_serve_pool_target{template=\"%s\"} %u\n", g->tmpl_name[i],
+			g->pool_target);
 	pthread_mutex_lock(&m->lock);
 	fprintf(f, "# HELP mayfly_serve_requests_total HTTP requests received.\n"
 		"# TYPE mayfly_serve_requests_total counter\nmayfly_serve_requests_total %llu\n",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #define METRICS_BUCKETS 12     /* upper bounds in seconds, then +Inf */
+#define METRICS_MAX_TEMPLATES 8
 
 enum metrics_hist { M_CREATE, M_RESTORE, M_EXEC, M_NR_HIST };
 enum metrics_failure {
@@ -30,7 +31,10 @@ struct metrics {
 /* What the service is at the moment of a scrape. */
 struct metrics_gauges {
 	unsigned starting, running, stopping, exited, paused;   /* sandboxes by state */
-	unsigned pool_ready, pool_target;
+	unsigned pool_ready, pool_target;                         /* every template's */
+	unsigned ntmpl;            /* the warm pool per template, labelled by name */
+	const char *tmpl_name[METRICS_MAX_TEMPLATES];
+	unsigned tmpl_ready[METRICS_MAX_TEMPLATES];
 };
 
 void metrics_init(struct metrics *m);

@@ -238,3 +238,35 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	closedir(d);
 	return cleaned;
 }
+
+void registry_log_tail(const char *dir, char *out, size_t len)
+{
+	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/log", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = pread(fd, buf, sizeof(buf) - 1, lseek(fd, 0, SEEK_END) > (off_t)sizeof(buf) - 1 ?
+		  lseek(fd, 0, SEEK_END) - (off_t)sizeof(buf) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	end = buf + n;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	start = strrchr(buf, '\n');
+	start = start ? start + 1 : buf;
+	for (char *p = start; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	n = (ssize_t)strlen(start);
+	if ((size_t)n >= len)
+		n = (ssize_t)len - 1;
+	memcpy(out, start, (size_t)n);
+	out[n] = '\0';
+}

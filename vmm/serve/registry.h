@@ -56,4 +56,8 @@ void registry_clean_vm(const struct registry_paths *p, const char *id, pid_t pid
  * sandboxes were cleaned, *killed how many had a live process. */
 int registry_cleanup(const char *state, const struct registry_paths *p, int *killed);
 
+/* The last line of the VM process's log in a sandbox's dir (why it did
+ * not start), control bytes as '?'; "" when there is none. */
+void registry_log_tail(const char *dir, char *out, size_t len);
+
 #endif

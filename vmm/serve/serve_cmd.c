@@ -13,6 +13,7 @@
 #include "serve/http.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
+#include "vm_snapshot.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -87,6 +88,23 @@ static int state_dir(struct serve_ctx *x, const char *given)
 	return 0;
 }
 
+/* The template's vCPUs and memory, from its snapshot (a create asking
+ * for others is refused before any VM starts). */
+static int template_shape(struct service_template *t)
+{
+	const char *why = "";
+	struct snapshot snap;
+
+	if (snapshot_load(&snap, t->dir, &why)) {
+		log_say("serve: template '%s' (%s): %s", t->name, t->dir, why);
+		return RUN_EXIT_MAYFLY;
+	}
+	t->cpus = snap.cfg.cpus;
+	t->mem_mib = snap.cfg.mem_mib;
+	snapshot_free(&snap);
+	return 0;
+}
+
 /* The default template: --snapshot DIR, or the default snapshot (made now
  * when it is not there yet). */
 static int template(struct cli *c, struct service_template *t)
@@ -113,6 +131,30 @@ static int template(struct cli *c, struct service_template *t)
 	}
 	slash = strrchr(t->dir, '/');
 	snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+	return 0;
+}
+
+/* --template NAME=DIR (the form checked by cli.c): each another template. */
+static int more_templates(struct cli *c, struct service_config *cfg)
+{
+	for (int i = 0; i < c->serve.ntemplates; i++) {
+		const char *arg = c->serve.templates[i], *eq = strchr(arg, '='), *slash;
+		struct service_template *t = &cfg->tmpl[cfg->ntmpl];
+
+		snprintf(t->name, sizeof(t->name), "%.*s", (int)(eq - arg), arg);
+		for (unsigned j = 0; j < cfg->ntmpl; j++)
+			if (!strcmp(cfg->tmpl[j].name, t->name)) {
+				log_say("serve: --template %s: the name '%s' is given twice", arg, t->name);
+				return RUN_EXIT_MAYFLY;
+			}
+		if (!realpath(eq + 1, t->dir)) {
+			log_say("serve: --template %s: %s", arg, strerror(errno));
+			return RUN_EXIT_MAYFLY;
+		}
+		slash = strrchr(t->dir, '/');
+		snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+		cfg->ntmpl++;
+	}
 	return 0;
 }
 
@@ -173,7 +215,10 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		return RUN_EXIT_MAYFLY;
 	}
 	cfg->exe[n] = '\0';
-	if (template(c, &cfg->tmpl))
+	if (template(c, &cfg->tmpl[0]))
+		return RUN_EXIT_MAYFLY;
+	cfg->ntmpl = 1;
+	if (more_templates(c, cfg))
 		return RUN_EXIT_MAYFLY;
 	cfg->state = x->state;
 	cfg->pool = c->serve.pool;
@@ -204,6 +249,15 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		log_say("serve: %s", err);
 		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
 	}
+	/* Each template read whole (after the usage checks above): one that is
+	 * no snapshot stops the start, not every create. */
+	for (unsigned i = 0; i < cfg->ntmpl; i++)
+		if (template_shape(&cfg->tmpl[i])) {
+			close(fd);
+			if (!c->serve.listen)
+				unlink(x->socket);
+			return RUN_EXIT_MAYFLY;
+		}
 	x->http = (struct http_server){
 		.listen_fd = fd, .svc = &x->svc, .tokens = c->serve.tokens ? &x->tokens : NULL,
 		.max_file = cfg->max_file,
@@ -275,9 +329,9 @@ int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		service_stop(&x->svc, 0);
 		goto out_service;
 	}
-	log_say("serve: listening on %s (template %s, pool %u, state %s)",
-		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl.id, x->svc.cfg.pool,
-		x->state);
+	log_say("serve: listening on %s (template %s and %u more, pool %u each, state %s)",
+		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl[0].id,
+		x->svc.cfg.ntmpl - 1, x->svc.cfg.pool, x->state);
 	loop(x, sfd);
 	http_quiesce(&x->http);
 	service_stop(&x->svc, SERVE_DRAIN_GRACE_MS);

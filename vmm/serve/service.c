@@ -64,39 +64,6 @@ static void wait_vm_socket(const struct service *svc, const struct sandbox *sb,
 			return;
 }
 
-/* The last line of the VM process's log: why it did not start. */
-void service_log_tail(const struct sandbox *sb, char *out, size_t len)
-{
-	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
-	ssize_t n;
-	int fd;
-
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "%s/log", sb->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = pread(fd, buf, sizeof(buf) - 1, lseek(fd, 0, SEEK_END) > (off_t)sizeof(buf) - 1 ?
-		  lseek(fd, 0, SEEK_END) - (off_t)sizeof(buf) + 1 : 0);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	end = buf + n;
-	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
-		*--end = '\0';
-	start = strrchr(buf, '\n');
-	start = start ? start + 1 : buf;
-	for (char *p = start; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-	n = (ssize_t)strlen(start);
-	if ((size_t)n >= len)
-		n = (ssize_t)len - 1;
-	memcpy(out, start, (size_t)n);
-	out[n] = '\0';
-}
-
 static void record_of(struct sandbox *sb, const char *state);
 
 void service_record(struct sandbox *sb, const char *state)
@@ -161,7 +128,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	argv[argc++] = svc->cfg.exe;
 	argv[argc++] = "boot";
 	argv[argc++] = "--snapshot";
-	argv[argc++] = (char *)(snap ? snap : svc->cfg.tmpl.dir);
+	argv[argc++] = (char *)(snap ? snap : sb->tmpl->dir);
 	argv[argc++] = "--vsock";
 	argv[argc++] = sb->vsock;
 	argv[argc++] = "--id";
@@ -228,7 +195,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		char tail[300];
 
 		supervise_stop(sb->pid, 0, &status);
-		service_log_tail(sb, tail, sizeof(tail));
+		registry_log_tail(sb->dir, tail, sizeof(tail));
 		snprintf(err, errlen, "the sandbox's VM did not start: %s%s%s", why,
 			 tail[0] ? ": " : "", tail);
 		goto out_clean;
@@ -246,7 +213,7 @@ out_remove:
 	return rc == -ECANCELED ? 503 : 500;
 }
 
-struct sandbox *service_new_sandbox(struct service *svc)
+struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 
@@ -259,7 +226,8 @@ struct sandbox *service_new_sandbox(struct service *svc)
 	snprintf(sb->vsock, sizeof(sb->vsock), "%s/sb/%s/vm/vsock", svc->cfg.state, sb->id);
 	sb->created = (int64_t)time(NULL);
 	sb->created_ns = sb->last_used_ns = clock_now_ns();
-	snprintf(sb->rec.template, sizeof(sb->rec.template), "%s", svc->cfg.tmpl.id);
+	sb->tmpl = t;
+	snprintf(sb->rec.template, sizeof(sb->rec.template), "%s", t->id);
 	return sb;
 }
 
@@ -285,7 +253,19 @@ static void unlink_sandbox(struct service *svc, struct sandbox *sb)
 		}
 }
 
-/* The pool's refill thread: keeps cfg.pool VMs of the default template ready. */
+/* The template whose pool is short, or NULL. The lock held. */
+static struct service_template *pool_short(struct service *svc)
+{
+	for (unsigned i = 0; i < svc->cfg.ntmpl; i++) {
+		struct service_template *t = &svc->cfg.tmpl[i];
+
+		if (t->pool_ready + t->pool_starting < svc->cfg.pool)
+			return t;
+	}
+	return NULL;
+}
+
+/* The pool's refill thread: keeps cfg.pool VMs of each template ready. */
 static void *pool_main(void *arg)
 {
 	struct service *svc = arg;
@@ -293,18 +273,19 @@ static void *pool_main(void *arg)
 
 	pthread_mutex_lock(&svc->lock);
 	for (;;) {
+		struct service_template *t = NULL;
 		struct sandbox *sb;
 		int rc;
 
-		while (!svc->stopping && svc->pool_ready + svc->pool_starting >= svc->cfg.pool)
+		while (!svc->stopping && !(t = pool_short(svc)))
 			pthread_cond_wait(&svc->changed, &svc->lock);
 		if (svc->stopping)
 			break;
-		sb = service_new_sandbox(svc);
+		sb = service_new_sandbox(svc, t);
 		if (!sb)
 			break;
 		sb->state = SB_STARTING;
-		svc->pool_starting++;
+		t->pool_starting++;
 		pthread_mutex_unlock(&svc->lock);
 		rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
 		if (!rc) {
@@ -312,10 +293,11 @@ static void *pool_main(void *arg)
 			registry_write(sb->dir, &sb->rec);
 		}
 		pthread_mutex_lock(&svc->lock);
-		svc->pool_starting--;
+		t->pool_starting--;
 		if (rc) {
 			if (!svc->stopping)
-				log_warn("serve: the warm pool cannot start a VM: %s", err);
+				log_warn("serve: the warm pool of template '%s' cannot start a VM: %s",
+					 t->name, err);
 			free_sandbox(sb);
 			/* Not in a tight loop: wait a moment, or for the drain. */
 			if (!svc->stopping) {
@@ -329,25 +311,47 @@ static void *pool_main(void *arg)
 		}
 		sb->state = SB_POOL;
 		link_sandbox(svc, sb);
-		svc->pool_ready++;
+		t->pool_ready++;
 		pthread_cond_broadcast(&svc->changed);
 	}
 	pthread_mutex_unlock(&svc->lock);
 	return NULL;
 }
 
-/* The template a request names: "" or "default" or the default's id. */
-static bool template_ok(const struct service *svc, const char *name)
+struct service_template *service_template_find(struct service *svc, const char *name)
 {
-	return !name[0] || !strcmp(name, svc->cfg.tmpl.name) || !strcmp(name, svc->cfg.tmpl.id);
+	for (unsigned i = 0; i < svc->cfg.ntmpl; i++) {
+		struct service_template *t = &svc->cfg.tmpl[i];
+
+		if (!strcmp(name, t->name) || !strcmp(name, t->id))
+			return t;
+	}
+	return !name[0] && svc->cfg.ntmpl ? &svc->cfg.tmpl[0] : NULL;
 }
 
-static struct sandbox *take_pooled(struct service *svc)
+/* A restored VM keeps its snapshot's vCPUs and memory: a request for
+ * others is the caller's mistake (400), said before any VM starts. */
+static bool shape_ok(const struct service_template *t, const struct api_create *req, char *err,
+		     size_t errlen)
+{
+	if (req->cpus && req->cpus != t->cpus)
+		snprintf(err, errlen, "cpus %u differs from template '%s''s %u (a sandbox keeps its "
+			 "template's; omit cpus)", req->cpus, t->name, t->cpus);
+	else if (req->mem_mib && req->mem_mib != t->mem_mib)
+		snprintf(err, errlen, "mem %llu differs from template '%s''s %llu MiB (a sandbox "
+			 "keeps its template's; omit mem)", (unsigned long long)req->mem_mib,
+			 t->name, (unsigned long long)t->mem_mib);
+	else
+		return true;
+	return false;
+}
+
+static struct sandbox *take_pooled(struct service *svc, struct service_template *t)
 {
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
-		if (sb->state == SB_POOL) {
+		if (sb->state == SB_POOL && sb->tmpl == t) {
 			sb->state = SB_STARTING;
-			svc->pool_ready--;
+			t->pool_ready--;
 			pthread_cond_broadcast(&svc->changed);   /* refill */
 			return sb;
 		}
@@ -358,17 +362,24 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 		   char *err, size_t errlen)
 {
 	uint64_t t0 = clock_now_ns();
+	struct service_template *t = service_template_find(svc, req->template);
 	/* A pooled VM's broker was forked, and its rules fixed, before the
 	 * jail: a create with rules boots its own (docs/security.md). */
-	bool fits = !req->cpus && !req->mem_mib && !req->disk_quota && !req->net.nallow;
+	bool fits = !req->disk_quota && !req->net.nallow;
 	struct sandbox *sb = NULL;
 	int rc;
 
-	if (!template_ok(svc, req->template)) {
-		snprintf(err, errlen, "no template '%s' (this service has '%s', id %s)",
-			 req->template, svc->cfg.tmpl.name, svc->cfg.tmpl.id);
+	if (!t) {
+		int n = snprintf(err, errlen, "no template '%s' (this service has:", req->template);
+
+		for (unsigned i = 0; i < svc->cfg.ntmpl && n > 0 && (size_t)n < errlen; i++)
+			n += snprintf(err + n, errlen - (size_t)n, " %s", svc->cfg.tmpl[i].name);
+		if (n > 0 && (size_t)n < errlen)
+			snprintf(err + n, errlen - (size_t)n, ")");
 		return 400;
 	}
+	if (!shape_ok(t, req, err, errlen))
+		return 400;
 	pthread_mutex_lock(&svc->lock);
 	if (svc->stopping || svc->count >= svc->cfg.max_sandboxes) {
 		pthread_mutex_unlock(&svc->lock);
@@ -378,10 +389,10 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	}
 	svc->count++;
 	if (fits)
-		sb = take_pooled(svc);
+		sb = take_pooled(svc, t);
 	pthread_mutex_unlock(&svc->lock);
 	if (!sb) {
-		sb = service_new_sandbox(svc);
+		sb = service_new_sandbox(svc, t);
 		if (!sb || api_net_copy(&sb->net, &req->net)) {
 			snprintf(err, errlen, "out of memory");
 			rc = 500;
@@ -503,6 +514,13 @@ int service_begin_pause(struct service *svc, const char *id, struct sandbox **ou
 	return rc;
 }
 
+void service_hold(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	sb->calls++;
+	pthread_mutex_unlock(&svc->lock);
+}
+
 void service_put(struct service *svc, struct sandbox *sb)
 {
 	pthread_mutex_lock(&svc->lock);
@@ -598,8 +616,13 @@ void service_gauges(struct service *svc, struct metrics_gauges *g)
 		case SB_RESUMING: g->starting++; break;
 		case SB_POOL: break;
 		}
-	g->pool_ready = svc->pool_ready;
 	g->pool_target = svc->cfg.pool;
+	g->ntmpl = svc->cfg.ntmpl;
+	for (unsigned i = 0; i < svc->cfg.ntmpl; i++) {
+		g->tmpl_name[i] = svc->cfg.tmpl[i].name;
+		g->tmpl_ready[i] = svc->cfg.tmpl[i].pool_ready;
+		g->pool_ready += svc->cfg.tmpl[i].pool_ready;
+	}
 	pthread_mutex_unlock(&svc->lock);
 }
 
@@ -620,7 +643,7 @@ void service_tick(struct service *svc)
 			sb->state = SB_EXITED;
 			if (pooled) {
 				/* Nobody knows it yet: gone, and the pool refills. */
-				svc->pool_ready--;
+				sb->tmpl->pool_ready--;
 				pthread_cond_broadcast(&svc->changed);
 				*p = sb->next;
 				sb->next = doomed;

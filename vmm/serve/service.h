@@ -17,16 +17,21 @@
 
 #define SERVICE_MAX_SANDBOXES 1024
 #define SERVICE_MAX_EXTRA_ARGS 16
+#define SERVICE_MAX_TEMPLATES METRICS_MAX_TEMPLATES
 
 enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
 		 SB_RESUMING };
 
-/* A template: a snapshot directory, addressed by name ("default") or by
- * its id (the snapshot cache's content hash, or the directory's name). */
+/* A template: a snapshot directory, addressed by name ("default", or a
+ * --template NAME) or by its id (the snapshot cache's content hash, or the
+ * directory's name), with a warm pool of its own. */
 struct service_template {
 	char name[API_TEMPLATE_MAX + 1];
 	char id[API_TEMPLATE_MAX + 1];
 	char dir[CONFIG_PATH_MAX];
+	unsigned cpus;             /* as the snapshot saved them: a restore keeps them */
+	uint64_t mem_mib;
+	unsigned pool_ready, pool_starting;   /* its warm pool (the service's lock) */
 };
 
 struct exec_slot;
@@ -35,6 +40,7 @@ struct sandbox {
 	char id[API_ID_MAX + 1];
 	char dir[CONFIG_PATH_MAX];
 	char vsock[CONFIG_VSOCK_PATH_MAX + 1];
+	struct service_template *tmpl;   /* restored from (a fork's or resume's: its parent's) */
 	enum sb_state state;
 	pid_t pid;
 	uint64_t pid_start;
@@ -54,7 +60,8 @@ struct sandbox {
 struct service_config {
 	const char *state;         /* --state DIR */
 	char exe[CONFIG_PATH_MAX]; /* this binary, for the VM processes */
-	struct service_template tmpl;   /* the default template */
+	struct service_template tmpl[SERVICE_MAX_TEMPLATES];   /* [0] the default */
+	unsigned ntmpl;
 	unsigned pool;             /* --pool N ready VMs per template */
 	char *extra[SERVICE_MAX_EXTRA_ARGS];   /* boot options passed on (--no-jail...) */
 	int nextra;
@@ -70,7 +77,7 @@ struct service {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;    /* the pool or a sandbox's calls changed */
 	struct sandbox *list;
-	unsigned pool_ready, pool_starting, count;
+	unsigned count;
 	bool stopping;
 	int stop_fd;               /* eventfd, readable once draining: agent waits give up */
 	struct supervisor sup;
@@ -98,8 +105,9 @@ void service_tick(struct service *svc);
 
 /* A new sandbox (from the pool when it fits, else restored now). On
  * success *out is held (service_put it) and 201; else an HTTP status
- * with err: 400 unknown template, 503 too many or draining, 500 the VM
- * did not start. */
+ * with err: 400 unknown template or a cpus/mem other than the
+ * template's (checked before any VM starts), 503 too many or draining,
+ * 500 the VM did not start. */
 int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
 		   char *err, size_t errlen);
 
@@ -108,6 +116,9 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 int service_get(struct service *svc, const char *id, struct sandbox **out, char *err,
 		size_t errlen);
 void service_put(struct service *svc, struct sandbox *sb);
+/* One more hold on sb, which the caller holds already (a stream that
+ * outlives its call); service_put it. */
+void service_hold(struct service *svc, struct sandbox *sb);
 
 /* Hold a running sandbox for its pause: SB_PAUSING, its calls counted up
  * (service_put after live_pause). 0; 404; 409 not running or busy. */
@@ -117,18 +128,20 @@ int service_begin_pause(struct service *svc, const char *id, struct sandbox **ou
 /* Delete: 0 (204); 404; 409 while calls are in flight. */
 int service_delete(struct service *svc, const char *id, char *err, size_t errlen);
 
-/* For live.c (pause, resume, fork): a new sandbox (not linked; NULL when
- * out of memory); its VM started from the snapshot in snap (NULL: the
- * template) and its agent waited for (0, or an HTTP status with err);
- * linked into the list (the lock not held). */
-struct sandbox *service_new_sandbox(struct service *svc);
+/* The template a create names: "" (the default), a name or an id (the
+ * first template with it). NULL: none. */
+struct service_template *service_template_find(struct service *svc, const char *name);
+
+/* For live.c (pause, resume, fork): a new sandbox of template t (not
+ * linked; NULL when out of memory); its VM started from the snapshot in
+ * snap (NULL: its template's) and its agent waited for (0, or an HTTP
+ * status with err); linked into the list (the lock not held). */
+struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t);
 int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		     const char *snap, char *err, size_t errlen);
 void service_link(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
-/* The last line of sb's VM log (why it failed). */
-void service_log_tail(const struct sandbox *sb, char *out, size_t len);
 const char *service_state_name(enum sb_state st);
 
 /* One sandbox's JSON (the lock held or the sandbox held). */
