@@ -147,3 +147,24 @@ Test(snapcache, a_missing_cache_directory_is_an_error_not_a_crash)
 	snprintf(path, sizeof(path), "%s/absent", root);
 	cr_assert_lt(snapcache_evict(path, NULL, 4, 600, now), 0);
 }
+
+Test(snapcache, a_held_snapshot_stays_and_goes_once_released)
+{
+	char path[512];
+	int held;
+
+	for (int i = 0; i < 3; i++)
+		make_snapshot(key(i), now - 3600 - 60 * i);
+	snprintf(path, sizeof(path), "%s/%s", root, key(2));
+	held = snapcache_hold(path);
+	cr_assert_geq(held, 0);
+
+	cr_assert_eq(snapcache_evict(root, NULL, 1, 600, now), 1, "only the unheld old one goes");
+	cr_assert(there(key(0)));
+	cr_assert_not(there(key(1)));
+	cr_assert(there(key(2)), "a held snapshot was removed");
+
+	close(held);
+	cr_assert_eq(snapcache_evict(root, NULL, 1, 600, now), 1);
+	cr_assert_not(there(key(2)));
+}

@@ -106,20 +106,46 @@ static int newest_first(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Rename snapdir/name out of the way, then remove it: 1 when removed. */
+int snapcache_hold(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Rename snapdir/name out of the way, then remove it: 1 when removed, 0
+ * when it is held (or gone already). The exclusive lock taken first is
+ * kept until it is gone, so nobody takes a hold in between. */
 static int evict_one(const char *snapdir, const char *name)
 {
 	char from[CONFIG_PATH_MAX + 64], to[CONFIG_PATH_MAX + 64];
+	int fd, rc;
 
-	if (strncmp(name, EVICT_PREFIX, strlen(EVICT_PREFIX))) {
-		snprintf(from, sizeof(from), "%s/%s", snapdir, name);
-		snprintf(to, sizeof(to), "%s/%s%s", snapdir, EVICT_PREFIX, name);
-		if (rename(from, to) < 0)
-			return errno == ENOENT ? 0 : -errno;
-	} else {
+	if (!strncmp(name, EVICT_PREFIX, strlen(EVICT_PREFIX))) {
 		snprintf(to, sizeof(to), "%s/%s", snapdir, name);
+		return fs_remove_tree(to) ? -EIO : 1;
 	}
-	return fs_remove_tree(to) ? -EIO : 1;
+	snprintf(from, sizeof(from), "%s/%s", snapdir, name);
+	snprintf(to, sizeof(to), "%s/%s%s", snapdir, EVICT_PREFIX, name);
+	fd = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		rc = errno == EWOULDBLOCK ? 0 : -errno;
+	else if (rename(from, to) < 0)
+		rc = errno == ENOENT ? 0 : -errno;
+	else
+		rc = fs_remove_tree(to) ? -EIO : 1;
+	close(fd);
+	return rc;
 }
 
 int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_t grace_s,
@@ -165,7 +191,7 @@ int snapcache_evict(const char *snapdir, const char *spare, unsigned keep, time_
 		rc = evict_one(snapdir, found[i].name);
 		if (rc < 0)
 			break;
-		removed++;
+		removed += (unsigned)rc;
 	}
 	free(found);
 	return rc < 0 ? rc : (int)removed;

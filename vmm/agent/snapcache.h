@@ -28,9 +28,16 @@ int snapcache_get(const struct vm_config *cfg, char *dir, size_t len, int verbos
 #define SNAPCACHE_KEEP    4
 #define SNAPCACHE_GRACE_S 600
 
+/* Keep the snapshot at dir from being removed by an eviction while the
+ * returned descriptor stays open (a shared lock on the directory): for a
+ * service that restores from it for as long as it runs. The descriptor
+ * (close-on-exec), or -errno. */
+int snapcache_hold(const char *dir);
+
 /* Remove from snapdir (<cache>/snapshots) the snapshot directories beyond
  * the `keep` most recently used (directory mtime, which a use touches),
- * sparing `spare` (a key, or NULL) and any used after now - grace_s, and
+ * sparing `spare` (a key, or NULL), any used after now - grace_s, any
+ * held (snapcache_hold), and
  * whatever an interrupted eviction left (".evict-*"). Only names shaped
  * like a key are considered. Each is renamed away before it is removed, so
  * a reader sees a whole snapshot or none. The number removed, or -errno. */

@@ -102,6 +102,13 @@ static int template_shape(struct service_template *t)
 	t->cpus = snap.cfg.cpus;
 	t->mem_mib = snap.cfg.mem_mib;
 	snapshot_free(&snap);
+	/* Every create restores from it, for hours maybe: a default snapshot
+	 * must outlive the cache's eviction of the least recently used. */
+	t->hold_fd = snapcache_hold(t->dir);
+	if (t->hold_fd < 0) {
+		log_say("serve: template '%s' (%s): %s", t->name, t->dir, strerror(-t->hold_fd));
+		return RUN_EXIT_MAYFLY;
+	}
 	return 0;
 }
 

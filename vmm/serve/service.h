@@ -32,6 +32,7 @@ struct service_template {
 	unsigned cpus;             /* as the snapshot saved them: a restore keeps them */
 	uint64_t mem_mib;
 	unsigned pool_ready, pool_starting;   /* its warm pool (the service's lock) */
+	int hold_fd;               /* keeps the snapshot cache from removing dir; the service's life */
 };
 
 struct exec_slot;
