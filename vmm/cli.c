@@ -96,8 +96,10 @@ static const struct cli_option options[] = {
 	{ "max-output", O_MAX_OUTPUT, C_RUN | C_EXEC | C_MCP | C_SERVE, "BYTES",
 	  "stdout + stderr of CMD past BYTES are dropped and CMD\n"
 	  "is killed; the exit event says truncated (default 256M)" },
-	{ "audit", O_AUDIT, C_RUN | C_MCP | C_SERVE, "FILE", "append one hash-chained JSON line per tool call (exec,\n"
-	  "file write, file read) to FILE (mayfly audit verify FILE)" },
+	{ "audit", O_AUDIT, C_BOOT | C_RUN | C_MCP | C_SERVE, "FILE", "append one hash-chained JSON line per tool call (exec,\n"
+	  "file write, file read) and --allow-net connection\n"
+	  "attempt to FILE (mayfly audit verify FILE); boot records\n"
+	  "the connection attempts" },
 	{ "approve", O_APPROVE, C_RUN | C_MCP | C_SERVE, "CMD", "before each exec or file write, run CMD (sh -c) with\n"
 	  "the call as JSON on stdin: exit 0 allows it, anything\n"
 	  "else refuses it (run exits 123)" },

@@ -9,6 +9,7 @@
 #include "seccomp/seccomp.h"
 #include "jail/jail.h"
 #include "agent/run.h"
+#include "audit.h"
 #include "agent/audit_cmd.h"
 #include "agent/mcp_cmd.h"
 #include "agent/snapshot_cmd.h"
@@ -52,9 +53,11 @@ static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const str
 			   uint64_t start_ns)
 {
 	struct vm_agent *va = calloc(1, sizeof(*va));   /* large: the client's buffers */
+	struct audit_log audit;
 	struct ctl_server ctl;
 	struct net_run net;
 	struct jail jail;
+	char err[300];
 	int rc;
 
 	if (!va) {
@@ -65,11 +68,21 @@ static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const str
 	va->keep_running = true;
 	va->jail = &jail;
 	va->net = &net;
-	/* The broker before the jail: it keeps the host's network. */
-	if (net_run_start(&net, &c->net, c->jail.uid, c->jail.gid)) {
+	/* --audit: the connection attempts (exec and cp are other processes,
+	 * with logs of their own). Opened before the jail, as the caller. */
+	if (c->run.audit_path && audit_open(&audit, c->run.audit_path, err, sizeof(err))) {
+		log_say("%s", err);
 		free(va);
 		return EXIT_INTERNAL;
 	}
+	/* The broker before the jail: it keeps the host's network. */
+	if (net_run_start(&net, &c->net, c->jail.uid, c->jail.gid)) {
+		if (c->run.audit_path)
+			audit_close(&audit);
+		free(va);
+		return EXIT_INTERNAL;
+	}
+	net.audit_log = c->run.audit_path ? &audit : NULL;
 	/* The supervisor built nothing: only the VM process destroys a VM. */
 	if (jail_start(&jail, &c->jail, cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
 		/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
@@ -83,6 +96,8 @@ static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const str
 		vm_agent_destroy(va);
 	}
 	net_run_stop(&net);
+	if (c->run.audit_path)
+		audit_close(&audit);
 	free(va);
 	return rc;
 }

@@ -464,6 +464,18 @@ Test(cli, allow_net_and_resolve_fill_the_policy)
 		     "a.test", "--", "true");
 }
 
+/* boot --audit: the VM's connection attempts (serve passes its own log on to
+ * each sandbox's boot). */
+Test(cli, boot_takes_an_audit_log_for_its_connection_attempts)
+{
+	char err[256] = "";
+
+	cr_assert_eq(PARSE(CLI_BOOT, err, "--vsock", "s", "--allow-net", "a.test", "--audit",
+			   "/tmp/a.jsonl"), CLI_OK, "%s", err);
+	cr_assert_str_eq(c.run.audit_path, "/tmp/a.jsonl");
+	EXPECT_ERROR(CLI_BOOT, "--audit", "--vsock", "s", "--audit", "");
+}
+
 /* snapshot create (for its --setup commands) and mcp (its one sandbox) take
  * the same rules, through the same parser and limits. */
 Test(cli, snapshot_and_mcp_take_the_network_rules)

@@ -39,6 +39,7 @@ struct serve_ctx {
 	char state[PATH_MAX];
 	char socket[CONFIG_VSOCK_PATH_MAX + 1];
 	char args[6][32];          /* values of the boot options passed on */
+	char audit[PATH_MAX];      /* --audit, absolute: each VM records its connection attempts */
 };
 
 static int mkdirs(char *path)
@@ -240,6 +241,16 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	pass_on(x, c);
 	if (gate_open(&x->svc.gate, &x->svc.audit, &c->run, NULL, "serve"))
 		return RUN_EXIT_MAYFLY;
+	/* The sandboxes' --allow-net connection attempts go to the same log:
+	 * each VM appends under the log's lock, in the one chain. */
+	if (c->run.audit_path) {
+		if (!realpath(c->run.audit_path, x->audit)) {
+			log_say("serve: --audit %s: %s", c->run.audit_path, strerror(errno));
+			return RUN_EXIT_MAYFLY;
+		}
+		cfg->extra[cfg->nextra++] = "--audit";
+		cfg->extra[cfg->nextra++] = x->audit;
+	}
 	if (c->serve.listen) {
 		fd = http_listen_tcp(c->serve.listen, err, sizeof(err));
 	} else {
