@@ -119,7 +119,7 @@ Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
 	PATH(p, "cg/mayfly");
 	cr_assert_eq(mkdir(cgbase, 0700), 0);
 	cr_assert_eq(mkdir(p, 0700), 0);
-	PATH(cg, "cg/mayfly/vm-%s-%ld", "aaaa", (long)pid);
+	PATH(cg, "cg/mayfly/vm-%s-Ab3dE9", "aaaa");   /* named after its jail directory */
 	cr_assert_eq(mkdir(cg, 0700), 0);
 	PATH(jailbase, "run");
 	cr_assert_eq(mkdir(jailbase, 0700), 0);
@@ -127,6 +127,8 @@ Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
 	cr_assert_eq(mkdir(jail, 0700), 0);
 	PATH(p, "run/jail-%s-Ab3dE9/vsock", "aaaa");
 	cr_assert_eq(mkdir(p, 0700), 0);
+	PATH(p, "run/jail-%s-Ab3dE9.lock", "aaaa");   /* its lease */
+	cr_assert_eq(mknod(p, S_IFREG | 0600, 0), 0);
 	PATH(tmpbase, "tmp");
 	cr_assert_eq(mkdir(tmpbase, 0700), 0);
 	leave_sandbox("aaaa", pid, registry_pid_start(pid));
@@ -142,6 +144,8 @@ Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
 	cr_assert_not(exists(p));
 	cr_assert_not(exists(cg));
 	cr_assert_not(exists(jail));
+	PATH(p, "run/jail-%s-Ab3dE9.lock", "aaaa");
+	cr_assert_not(exists(p), "the jail's lease file is left");
 	PATH(p, "run/jail-%s-Zz9zZ9", "aaaab");
 	cr_assert(exists(p));
 }

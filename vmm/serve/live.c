@@ -141,7 +141,7 @@ int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char
 		nanosleep(&ms, NULL);
 	if (i == PAUSE_EXIT_S * 100)
 		supervise_stop(sb->pid, 0, &status);
-	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+	registry_clean_vm(&svc->cfg.paths, sb->id);
 	sb->pid = 0;
 	sb->pid_start = 0;
 	service_record(sb, "paused");

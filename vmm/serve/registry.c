@@ -3,6 +3,7 @@
 #include "atomic_file.h"
 #include "config.h"
 #include "fs_tree.h"
+#include "jail/cgroup.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -154,8 +155,11 @@ bool registry_pid_alive(pid_t pid)
 	return f && *f != 'Z' && *f != 'X';
 }
 
-/* <base>/<prefix><id>-XXXXXX: the jail directories mkdtemp made for id. */
-static void remove_jail_dirs(const char *base, const char *prefix, const char *id)
+/* <base>/<prefix><id>-XXXXXX: the jail directories mkdtemp made for id,
+ * and with each its cgroup, <cgroup_root>/mayfly/vm-<id>-XXXXXX (the jail
+ * names it after the directory: vmm/jail/lease.c). */
+static void remove_jail_dirs(const char *base, const char *prefix, const char *id,
+			     const char *cgroup_root)
 {
 	char want[128], path[CONFIG_PATH_MAX];
 	struct dirent *e;
@@ -166,27 +170,30 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 		return;
 	snprintf(want, sizeof(want), "%s%s-", prefix, id);
 	wl = strlen(want);
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, want, wl) && strlen(e->d_name) == wl + 6 &&
-		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < (int)sizeof(path))
-			fs_remove_tree(path);
-	closedir(d);
-}
-
-void registry_clean_vm(const struct registry_paths *p, const char *id, pid_t pid)
-{
-	char path[CONFIG_PATH_MAX];
-
-	if (p->cgroup_root && pid > 0) {
-		snprintf(path, sizeof(path), "%s/mayfly/vm-%s-%d", p->cgroup_root, id, (int)pid);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, want, wl) || strlen(e->d_name) != wl + 6 ||
+		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path))
+			continue;
+		fs_remove_tree(path);
+		if (snprintf(path, sizeof(path), "%s/%s.lock", base, e->d_name) < (int)sizeof(path))
+			unlink(path);   /* its lease: the supervisor that held it is gone */
+		if (!cgroup_root ||
+		    snprintf(path, sizeof(path), "%s/" CGROUP_PARENT "/vm-%s", cgroup_root,
+			     e->d_name + strlen(prefix)) >= (int)sizeof(path))
+			continue;
 		/* Empty once the VM's processes are reaped; the kernel may take a moment. */
 		for (int i = 0; i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
 			usleep(10000);
 	}
-	if (p->jail_bases[0])
-		remove_jail_dirs(p->jail_bases[0], "jail-", id);
-	if (p->jail_bases[1])
-		remove_jail_dirs(p->jail_bases[1], "mayfly-jail-", id);
+	closedir(d);
+}
+
+void registry_clean_vm(const struct registry_paths *p, const char *id)
+{
+	for (int i = 0; i < 2; i++)
+		if (p->jail_bases[i])
+			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id,
+					 p->cgroup_root);
 }
 
 /* Kill a stale VM process group and wait (it is not our child: poll). */
@@ -227,9 +234,9 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 		if (!registry_read(dir, &r)) {
 			if (kill_stale(&r))
 				(*killed)++;
-			registry_clean_vm(p, r.id, r.pid);
+			registry_clean_vm(p, r.id);
 		} else if (config_id_valid(e->d_name)) {
-			registry_clean_vm(p, e->d_name, 0);
+			registry_clean_vm(p, e->d_name);
 		}
 		if (fs_remove_tree(dir))
 			log_warn("serve: cannot remove %s left by a previous run", dir);

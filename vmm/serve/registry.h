@@ -48,7 +48,7 @@ bool registry_pid_alive(pid_t pid);
 
 /* A VM's leftovers, once its process is gone: its cgroup, its jail
  * directories. Best effort. */
-void registry_clean_vm(const struct registry_paths *p, const char *id, pid_t pid);
+void registry_clean_vm(const struct registry_paths *p, const char *id);
 
 /* At start: for each <state>/sb/<ID>/, kill the process its record names
  * (only if its start time matches: never a reused pid), wait for it,

@@ -102,7 +102,7 @@ static void destroy_sandbox(struct service *svc, struct sandbox *sb)
 
 	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
 		supervise_stop(sb->pid, SUPERVISE_TERM_GRACE_MS, &status);
-	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+	registry_clean_vm(&svc->cfg.paths, sb->id);
 	if (fs_remove_tree(sb->dir))
 		log_warn("serve: cannot remove %s", sb->dir);
 	free_sandbox(sb);
@@ -206,7 +206,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 out_stop:
 	supervise_stop(sb->pid, 0, &status);
 out_clean:
-	registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+	registry_clean_vm(&svc->cfg.paths, sb->id);
 out_remove:
 	fs_remove_tree(fresh ? sb->dir : vmdir);
 	free(c);
@@ -782,7 +782,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 			int status;
 
 			supervise_stop(sb->pid, 0, &status);
-			registry_clean_vm(&svc->cfg.paths, sb->id, sb->pid);
+			registry_clean_vm(&svc->cfg.paths, sb->id);
 			fs_remove_tree(sb->dir);
 			sb->state = SB_EXITED;
 			continue;
