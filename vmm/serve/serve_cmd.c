@@ -113,11 +113,24 @@ static int template_shape(struct service_template *t)
 	return 0;
 }
 
+/* A template's id: its directory's name (a cached snapshot's content
+ * hash), at most 64 characters. Copied by hand: snprintf from t->dir into
+ * t->id is one object to the compiler's overlap check. */
+static void template_id(struct service_template *t)
+{
+	const char *slash = strrchr(t->dir, '/'), *base = slash ? slash + 1 : t->dir;
+	size_t n = strnlen(base, 64);
+
+	if (n > sizeof(t->id) - 1)
+		n = sizeof(t->id) - 1;
+	memcpy(t->id, base, n);
+	t->id[n] = '\0';
+}
+
 /* The default template: --snapshot DIR, or the default snapshot (made now
  * when it is not there yet). */
 static int template(struct cli *c, struct service_template *t)
 {
-	const char *slash;
 	int code;
 
 	snprintf(t->name, sizeof(t->name), "default");
@@ -137,8 +150,7 @@ static int template(struct cli *c, struct service_template *t)
 			return RUN_EXIT_MAYFLY;
 		}
 	}
-	slash = strrchr(t->dir, '/');
-	snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+	template_id(t);
 	return 0;
 }
 
@@ -146,7 +158,7 @@ static int template(struct cli *c, struct service_template *t)
 static int more_templates(struct cli *c, struct service_config *cfg)
 {
 	for (int i = 0; i < c->serve.ntemplates; i++) {
-		const char *arg = c->serve.templates[i], *eq = strchr(arg, '='), *slash;
+		const char *arg = c->serve.templates[i], *eq = strchr(arg, '=');
 		struct service_template *t = &cfg->tmpl[cfg->ntmpl];
 
 		snprintf(t->name, sizeof(t->name), "%.*s", (int)(eq - arg), arg);
@@ -159,8 +171,7 @@ static int more_templates(struct cli *c, struct service_config *cfg)
 			log_say("serve: --template %s: %s", arg, strerror(errno));
 			return RUN_EXIT_MAYFLY;
 		}
-		slash = strrchr(t->dir, '/');
-		snprintf(t->id, sizeof(t->id), "%.64s", slash ? slash + 1 : t->dir);
+		template_id(t);
 		cfg->ntmpl++;
 	}
 	return 0;
