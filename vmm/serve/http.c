@@ -140,15 +140,20 @@ static enum MHD_Result send_result(struct http_server *h, struct MHD_Connection 
 			     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
 
-/* The exec's JSON lines, as the call writes them. */
-static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* A streamed body's read, as libmicrohttpd counts it: 0 is the end, < 0 an
+ * error that cuts the response. */
+static ssize_t reader_result(ssize_t n)
 {
-	ssize_t n = calls_exec_read(cls, buf, max < EXEC_READ_CHUNK ? max : EXEC_READ_CHUNK);
-
-	(void)pos;
 	if (n == 0)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+/* The exec's JSON lines, as the call writes them. */
+static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	return reader_result(calls_exec_read(cls, buf, max < EXEC_READ_CHUNK ? max : EXEC_READ_CHUNK));
 }
 
 static void exec_free(void *cls)
@@ -198,12 +203,8 @@ static const char *query(struct MHD_Connection *conn, const char *key)
 /* A GET's body, as the agent sends it. */
 static ssize_t file_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	ssize_t n = calls_get_read(cls, buf, max);
-
 	(void)pos;
-	if (n == 0)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+	return reader_result(calls_get_read(cls, buf, max));
 }
 
 static void file_free(void *cls)
