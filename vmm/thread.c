@@ -54,14 +54,19 @@ int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	return -rc;
 }
 
+void thread_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
 void thread_block_stop_signals(void)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	thread_stop_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 

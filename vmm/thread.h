@@ -29,6 +29,9 @@ int thread_init(void) __attribute__((warn_unused_result));
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	__attribute__((warn_unused_result));
 
+/* set = SIGINT, SIGTERM and SIGHUP: the signals that stop a VM. */
+void thread_stop_signals(sigset_t *set);
+
 /* Block SIGINT, SIGTERM and SIGHUP on the calling thread (and the threads
  * it starts): they are for vm_run's signalfd, never a default action on a
  * thread that happens to be waiting elsewhere. */

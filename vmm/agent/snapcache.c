@@ -208,10 +208,7 @@ static int wait_maker(pid_t child)
 	sigset_t set;
 	pid_t r;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	thread_stop_signals(&set);
 	sigaddset(&set, SIGCHLD);
 	while ((r = waitpid(child, &status, WNOHANG)) != child) {
 		int sig;

@@ -5,6 +5,7 @@
 #include "jail/ns.h"
 #include "control/ctl_msg.h"
 #include "exitcode.h"
+#include "thread.h"
 #include "log.h"
 
 #include <errno.h>
@@ -314,10 +315,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	make_cgroup(j, jc, cfg);
 	/* The supervisor dies with our caller; the VM with the supervisor. */
 	creds_die_with_parent(SIGTERM, parent);
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	thread_stop_signals(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	/* Only our next child enters the new PID namespace, as its PID 1;

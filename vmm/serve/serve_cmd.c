@@ -8,6 +8,7 @@
 #include "image_id.h"
 #include "jail/cgroup.h"
 #include "jail/jail.h"
+#include "thread.h"
 #include "log.h"
 #include "seccomp/seccomp.h"
 #include "serve/http.h"
@@ -331,10 +332,7 @@ int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	/* Every thread from here inherits these blocked: the main loop takes
 	 * them from its signalfd. A client that went away is an error to
 	 * handle, not a death. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	thread_stop_signals(&set);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
