@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/audit.h>
+#include <malloc.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -144,6 +145,16 @@ int seccomp_setup(bool off)
 			"--no-seccomp runs without", strerror(-rc));
 		return rc;
 	}
+	/* glibc's malloc (the release binary's; a sanitizer's allocator has
+	 * no arenas) opens files from a thread the first time that thread
+	 * needs what it sizes once per process: the arena limit, read from
+	 * /sys/devices/system/cpu/online when a ninth thread arena is due,
+	 * and, when a thread's heap first shrinks,
+	 * /proc/sys/vm/overcommit_memory. Both are openat, read, close, which
+	 * the vcpu, io, console and log roles may not make. One arena, the
+	 * main one (set before any thread starts: threads then share it; it
+	 * grows and shrinks with brk), has neither path. */
+	mallopt(M_ARENA_MAX, 1);
 	seccomp_enable(true);
 	return 0;
 }
