@@ -333,17 +333,18 @@ Test(seccomp, the_sanitizer_runtime_runs_under_every_filter)
 	}
 }
 
-/* The release binary's allocator, glibc's malloc, under every role's
- * release filter (no sanitizer group, whatever this build is): after
- * seccomp_setup, a filtered thread's small and large blocks, a trimmed
- * heap and a ninth thread allocating make no call its role lacks (glibc
- * would otherwise open /sys/devices/system/cpu/online and
- * /proc/sys/vm/overcommit_memory from that thread). */
-Test(seccomp, glibc_malloc_runs_under_every_release_filter)
+/* The release binary's libraries under every role's release filter (no
+ * sanitizer group, whatever this build is): after seccomp_setup, a
+ * filtered thread's first JSON object, small and large blocks, a trimmed
+ * heap and a ninth thread allocating make no call its role lacks (jansson
+ * would otherwise open /dev/urandom, glibc's malloc
+ * /sys/devices/system/cpu/online and /proc/sys/vm/overcommit_memory, from
+ * that thread). */
+Test(seccomp, glibc_malloc_and_jansson_run_under_every_release_filter)
 {
-	char *helper = getenv("SECCOMP_MALLOC_HELPER");
+	char *helper = getenv("SECCOMP_LIBS_HELPER");
 
-	cr_assert(helper, "SECCOMP_MALLOC_HELPER is not set (meson sets it)");
+	cr_assert(helper, "SECCOMP_LIBS_HELPER is not set (meson sets it)");
 	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
 		for (int busy = 0; busy <= 8; busy += 8) {
 			char arg[8], nbusy[8];

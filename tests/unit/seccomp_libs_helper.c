@@ -1,4 +1,5 @@
-/* seccomp_malloc_helper.c - for test_seccomp: glibc's malloc (built without sanitizers, static, as the release mayfly) in a thread under a role's release filter, after seccomp_setup, as mayfly's threads use it. */
+/* seccomp_libs_helper.c - for test_seccomp: the release binary's libraries (glibc's malloc, jansson; built without sanitizers, static) in a thread under a role's release filter, after seccomp_setup, as mayfly's threads use them. */
+#include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,17 +44,26 @@ static void *busy(void *arg)
 	return NULL;
 }
 
-/* What a mayfly thread does with memory after its filter: small blocks
+/* What a mayfly thread does with memory after its filter: the process's
+ * first JSON object (boot --audit's I/O thread makes one), small blocks
  * (glibc would give a thread its own arena), freed back to an empty heap
  * (which glibc trims), large blocks (mmap), realloc (mremap), then the
  * thread's end. */
 static void *filtered(void *arg)
 {
 	void *volatile small[256];
+	json_t *rec;
+	char *line;
 
 	(void)arg;
 	if (seccomp_install((enum seccomp_role)role))
 		exit(100);
+	rec = json_pack("{s:s, s:i}", "host", "files.test", "port", 443);
+	line = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+	if (!line)
+		exit(104);
+	free(line);
+	json_decref(rec);
 	for (int i = 0; i < 256; i++)
 		small[i] = malloc(64 + (size_t)i * 64);
 	for (int i = 255; i >= 0; i--)
@@ -66,7 +76,7 @@ static void *filtered(void *arg)
 	return NULL;
 }
 
-/* usage: seccomp_malloc_helper ROLE BUSY: BUSY threads malloc and stay
+/* usage: seccomp_libs_helper ROLE BUSY: BUSY threads malloc and stay
  * before the filtered one starts (8: glibc sizes its arena limit at the
  * ninth thread arena; 0: the first thread heap, trimmed). Exit 0, or 159
  * with mayfly's seccomp line. */
