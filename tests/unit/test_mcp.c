@@ -611,7 +611,7 @@ static int modern_error(const char *line, json_t **data)
 
 Test(mcp, modern_unknown_version_and_malformed_meta_are_the_specified_errors)
 {
-	json_t *data;
+	json_t *data, *r;
 
 	start(NULL, 0);
 	/* An unknown version, and a 2025 one (spoken after initialize, not per request). */
@@ -644,6 +644,14 @@ Test(mcp, modern_unknown_version_and_malformed_meta_are_the_specified_errors)
 				  "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"x\"}}}}", &data),
 		     MCP_INVALID_PARAMS);
 	cr_assert_null(data);
+	/* Bad arguments are a tool error the model sees; an unknown tool is not. */
+	r = call_in(2, "run_command", "{\"command\":42}", "," META26);
+	cr_assert(json_is_true(json_object_get(r, "isError")));
+	cr_assert_not_null(strstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(r, "content"), 0), "text")), "command"));
+	json_decref(r);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+				  "\"name\":\"nope\"," META26 "}}", &data), MCP_INVALID_PARAMS);
 	/* initialize is not a 2026-07-28 method. */
 	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
 				  META26 "}}", &data), MCP_METHOD_NOT_FOUND);

@@ -352,7 +352,12 @@ static int serve(struct mcp_server *s, json_t *msg)
 			return 0;
 		}
 		rc = mcp_tools_call(s, json_string_value(name), args, &result, why, sizeof(why));
-		if (rc == -EINVAL) {
+		if (rc == -EINVAL && modern) {
+			/* 2026-07-28: bad arguments are the model's to fix, so a
+			 * tool error it sees; an unknown tool stays a protocol one. */
+			result = mcp_tools_error(why);
+			rc = 0;
+		} else if (rc == -EINVAL || rc == -ENOENT) {
 			send_error(s, id, MCP_INVALID_PARAMS, why);
 			return 0;
 		}
