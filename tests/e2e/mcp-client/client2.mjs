@@ -24,7 +24,7 @@ function connect(mode) {
 
 let { client, connected } = connect({ pin: "2026-07-28" });
 try {
-  await connected;   // server/discover; no initialize
+  await connected;   // server/discover (on a sibling process the SDK starts and ends); no initialize
   const discover = client.getDiscoverResult();
   tap(client.getProtocolEra() === "modern" && client.getNegotiatedProtocolVersion() === "2026-07-28" &&
       discover?.supportedVersions?.includes("2026-07-28") && client.getServerVersion()?.name === "mayfly",
@@ -38,7 +38,7 @@ try {
 
 ({ client, connected } = connect("auto"));
 try {
-  await connected;   // probes with server/discover (on a sibling process), stays modern
+  await connected;   // probes with server/discover as above, and must stay modern
   tap(client.getProtocolEra() === "modern", "auto: the SDK's probe finds the 2026-07-28 era",
       client.getProtocolEra());
   const r = await client.callTool({ name: "run_command", arguments: { command: "echo auto" } });
