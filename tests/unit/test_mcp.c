@@ -437,11 +437,15 @@ Test(mcp, a_cancelled_command_is_killed_and_gets_no_answer)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	say("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"run_command\","
 	    "\"arguments\":{\"command\":\"sleep 60\"}}}");
-	/* ping is answered while the command runs. */
+	/* ping and server/discover are answered while the command runs. */
 	usleep(200000);
 	say("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
 	m = hear();
 	cr_assert(json_is_object(result_of(m, 8)));
+	json_decref(m);
+	say("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"server/discover\",\"params\":{" META26 "}}");
+	m = hear();
+	modern_result(result_of(m, 10), true);
 	json_decref(m);
 	say("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7,"
 	    "\"reason\":\"user\"}}");

@@ -1,4 +1,4 @@
-/* mcp.c - the MCP server's JSON-RPC side: a reader thread takes lines apart, answers ping and cancellation at once, and queues requests for the worker that serves them in order. */
+/* mcp.c - the MCP server's JSON-RPC side: a reader thread takes lines apart, answers ping, server/discover and cancellation at once, and queues requests for the worker that serves them in order. */
 #include "agent/mcp.h"
 #include "agent/mcp_modern.h"
 #include "agent/mcp_tools.h"
@@ -127,6 +127,26 @@ static void enqueue(struct mcp_server *s, json_t *msg, json_t *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* server/discover, on the reader as ping is: a client's probe (with a
+ * timeout: 10 s in the Python SDK) is answered while the VM still
+ * restores or a command runs. Its answer depends on nothing else. */
+static void discover(struct mcp_server *s, json_t *id, json_t *params)
+{
+	char caller[sizeof(s->caller)], why[300];   /* not the worker's modern_caller */
+	json_t *data, *result;
+	int code = mcp_modern_check(params, caller, sizeof(caller), &data, why, sizeof(why));
+
+	if (code) {
+		send_error_data(s, id, code, why, data);
+		return;
+	}
+	result = mcp_modern_discover();
+	if (result)
+		send_result(s, id, result);
+	else
+		send_error(s, id, MCP_INTERNAL_ERROR, "internal error: out of memory");
+}
+
 /* One whole line from the client. */
 static void on_line(struct mcp_server *s, const char *line, size_t len)
 {
@@ -170,6 +190,8 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 	}
 	if (!strcmp(name, "ping"))
 		send_result(s, id, NULL);
+	else if (!strcmp(name, "server/discover") && mcp_modern_claimed(json_object_get(msg, "params")))
+		discover(s, id, json_object_get(msg, "params"));
 	else
 		enqueue(s, msg, id);
 out:
@@ -283,9 +305,7 @@ static bool serve_modern(struct mcp_server *s, const char *method, json_t *id, j
 	}
 	if (!strcmp(method, "tools/call"))
 		return true;
-	if (!strcmp(method, "server/discover")) {
-		result = mcp_modern_discover();
-	} else if (!strcmp(method, "tools/list")) {
+	if (!strcmp(method, "tools/list")) {
 		result = mcp_tools_list();
 		if (result && mcp_modern_complete(result, true)) {
 			json_decref(result);
@@ -294,8 +314,8 @@ static bool serve_modern(struct mcp_server *s, const char *method, json_t *id, j
 	} else if (!strcmp(method, "subscriptions/listen")) {
 		result = mcp_modern_listen(s, id, params, &bad);
 	} else {
-		/* initialize, logging/setLevel...: not in 2026-07-28 (ping is the
-		 * reader's, answered in either era). */
+		/* initialize, logging/setLevel...: not in 2026-07-28 (ping and
+		 * server/discover are the reader's). */
 		send_error(s, id, MCP_METHOD_NOT_FOUND, "method not found");
 		return false;
 	}

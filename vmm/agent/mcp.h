@@ -73,8 +73,9 @@ struct mcp_server {
  * 2026-07-28 (mcp_modern.h), any other in the 2025 revision initialize
  * chose (and refused before initialize), on the same sandbox. Malformed input of
  * any kind gets a JSON-RPC error, never a crash; a line is read whole up
- * to line_max. Requests are served in order, one at a time; ping and
- * notifications/cancelled are handled as they arrive (a cancelled
+ * to line_max. Requests are served in order, one at a time; ping,
+ * server/discover and notifications/cancelled are handled as they
+ * arrive (a cancelled
  * run_command is killed and gets no answer). */
 int mcp_serve(struct mcp_server *s);
 
