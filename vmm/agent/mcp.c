@@ -128,8 +128,8 @@ static void enqueue(struct mcp_server *s, json_t *msg, json_t *id)
 }
 
 /* server/discover, on the reader as ping is: a client's probe (with a
- * timeout: 10 s in the Python SDK) is answered while the VM still
- * restores or a command runs. Its answer depends on nothing else. */
+ * timeout: 10 s in the Python SDK) is answered before the guest agent
+ * is up and while a command runs. Its answer depends on nothing else. */
 static void discover(struct mcp_server *s, json_t *id, json_t *params)
 {
 	char caller[sizeof(s->caller)], why[300];   /* not the worker's modern_caller */
