@@ -8,7 +8,8 @@
  * $FAKE_VMM_FAIL set: it exits 1 at once with one line, like a VM that
  * cannot start; $FAKE_VMM_FAIL_NTH=N: only the Nth VM restored from a
  * fork's snapshot (a DIR under .../forks/) does (counted in
- * $FAKE_VMM_HOME/fork-starts).
+ * $FAKE_VMM_HOME/fork-starts), after $FAKE_VMM_FAIL_DELAY_MS (default 0:
+ * the fork's other children are up by then).
  * usage: fake_vmm fork ... --out DIR: a fork that saved nothing: DIR made.
  */
 #include <errno.h>
@@ -89,6 +90,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		return out && mkdir(out, 0700) == 0 ? 0 : 1;
 	if (getenv("FAKE_VMM_FAIL") || nth_fork_child(snap, home)) {
+		const char *delay = getenv("FAKE_VMM_FAIL_DELAY_MS");
+
+		if (delay && !getenv("FAKE_VMM_FAIL"))
+			usleep((useconds_t)atoi(delay) * 1000);
 		fprintf(stderr, "mayfly: cannot restore: a fake failure\n");
 		return 1;
 	}

@@ -94,9 +94,7 @@ static void free_sandbox(struct sandbox *sb)
 	free(sb);
 }
 
-/* Stop sb's VM process, clean what it left, remove its directory. The
- * sandbox is no longer in the list. */
-static void destroy_sandbox(struct service *svc, struct sandbox *sb)
+void service_discard(struct service *svc, struct sandbox *sb)
 {
 	int status;
 
@@ -237,11 +235,18 @@ static void link_sandbox(struct service *svc, struct sandbox *sb)
 	svc->list = sb;
 }
 
-void service_link(struct service *svc, struct sandbox *sb)
+int service_link(struct service *svc, struct sandbox **sbs, unsigned n)
 {
+	int rc;
+
 	pthread_mutex_lock(&svc->lock);
-	link_sandbox(svc, sb);
+	rc = svc->stopping ? -ESHUTDOWN : 0;   /* the drain swept the list, or is about to */
+	for (unsigned i = 0; !rc && i < n; i++) {
+		sbs[i]->state = SB_RUNNING;
+		link_sandbox(svc, sbs[i]);
+	}
 	pthread_mutex_unlock(&svc->lock);
+	return rc;
 }
 
 static void unlink_sandbox(struct service *svc, struct sandbox *sb)
@@ -554,7 +559,7 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 		sb->state = SB_STOPPING;
 	unlink_sandbox(svc, sb);
 	pthread_mutex_unlock(&svc->lock);
-	destroy_sandbox(svc, sb);
+	service_discard(svc, sb);
 	pthread_mutex_lock(&svc->lock);
 	svc->count--;
 	pthread_mutex_unlock(&svc->lock);
@@ -678,7 +683,7 @@ void service_tick(struct service *svc)
 		struct sandbox *sb = doomed;
 
 		doomed = sb->next;
-		destroy_sandbox(svc, sb);
+		service_discard(svc, sb);
 	}
 }
 
@@ -787,7 +792,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 			sb->state = SB_EXITED;
 			continue;
 		}
-		destroy_sandbox(svc, sb);
+		service_discard(svc, sb);
 	}
 }
 

@@ -136,11 +136,17 @@ struct service_template *service_template_find(struct service *svc, const char *
 /* For live.c (pause, resume, fork): a new sandbox of template t (not
  * linked; NULL when out of memory); its VM started from the snapshot in
  * snap (NULL: its template's) and its agent waited for (0, or an HTTP
- * status with err); linked into the list (the lock not held). */
+ * status with err). */
 struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t);
 int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		     const char *snap, char *err, size_t errlen);
-void service_link(struct service *svc, struct sandbox *sb);
+/* Link n new sandboxes at once, running: a call sees all of them or none
+ * (a fork's children appear when the fork has succeeded). 0; -ESHUTDOWN
+ * when draining (none linked: service_discard each). */
+int service_link(struct service *svc, struct sandbox **sbs, unsigned n);
+/* A sandbox never linked (or no longer): its VM stopped, what it left
+ * cleaned, its directory removed, sb freed. */
+void service_discard(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
 const char *service_state_name(enum sb_state st);
