@@ -10,6 +10,8 @@
  * fork's snapshot (a DIR under .../forks/) does (counted in
  * $FAKE_VMM_HOME/fork-starts), after $FAKE_VMM_FAIL_DELAY_MS (default 0:
  * the fork's other children are up by then).
+ * $FAKE_VMM_DELAY_MS: every VM waits that long before it listens (a slow
+ * restore).
  * usage: fake_vmm fork ... --out DIR: a fork that saved nothing: DIR made.
  */
 #include <errno.h>
@@ -101,6 +103,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fake_vmm: --vsock PATH and $MAYFLY_AGENT needed\n");
 		return 2;
 	}
+	if (getenv("FAKE_VMM_DELAY_MS"))
+		usleep((useconds_t)atoi(getenv("FAKE_VMM_DELAY_MS")) * 1000);
 	signal(SIGTERM, on_term);
 	signal(SIGCHLD, SIG_IGN);   /* agents reaped by the kernel */
 	strcpy(sa.sun_path, sock_path);

@@ -108,6 +108,7 @@ static void teardown(void)
 	fs_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
 	unsetenv("FAKE_VMM_FAIL_NTH");
+	unsetenv("FAKE_VMM_DELAY_MS");
 }
 
 TestSuite(serve_service, .init = setup, .fini = teardown);
@@ -479,6 +480,38 @@ Test(serve_pool, fills_gives_and_refills)
 				 sb->id);
 		json_decref(list);
 	}
+}
+
+/* Restores of 300 ms each: the refill threads start several at once. */
+static void slow_pool_setup(void)
+{
+	setenv("FAKE_VMM_DELAY_MS", "300", 1);
+	start(2);
+}
+
+TestSuite(serve_pool_refill, .init = slow_pool_setup, .fini = teardown);
+
+Test(serve_pool_refill, restores_several_vms_at_once)
+{
+	struct metrics_gauges g;
+	unsigned most = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		unsigned starting = 0;
+
+		pthread_mutex_lock(&svc->lock);
+		for (unsigned t = 0; t < svc->cfg.ntmpl; t++)
+			starting += svc->cfg.tmpl[t].pool_starting;
+		pthread_mutex_unlock(&svc->lock);
+		if (starting > most)
+			most = starting;
+		service_gauges(svc, &g);
+		if (g.pool_ready == 4)
+			break;
+		usleep(5000);
+	}
+	cr_assert_eq(g.pool_ready, 4, "the pools did not fill");
+	cr_assert_geq(most, 2, "the pools' VMs were restored one at a time");
 }
 
 /* Whether pid's command line holds the two arguments a and b in a row. */

@@ -18,6 +18,7 @@
 #define SERVICE_MAX_SANDBOXES 1024
 #define SERVICE_MAX_EXTRA_ARGS 16
 #define SERVICE_MAX_TEMPLATES METRICS_MAX_TEMPLATES
+#define SERVICE_POOL_THREADS 8   /* the pools' refill threads at most */
 
 enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
 		 SB_RESUMING };
@@ -85,8 +86,8 @@ struct service {
 	struct metrics metrics;
 	struct audit_log audit;
 	struct gate gate;          /* audit log and approver; per call a copy names caller, sandbox */
-	pthread_t pool_thread;
-	bool pool_started;
+	pthread_t pool_threads[SERVICE_POOL_THREADS];   /* pool.c's refill threads */
+	unsigned npool;
 	uint64_t next_exec;
 };
 
@@ -147,6 +148,8 @@ int service_link(struct service *svc, struct sandbox **sbs, unsigned n);
 /* A sandbox never linked (or no longer): its VM stopped, what it left
  * cleaned, its directory removed, sb freed. */
 void service_discard(struct service *svc, struct sandbox *sb);
+/* Link sb into the list (pool.c: a ready pooled VM). The lock held. */
+void service_link_locked(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
 const char *service_state_name(enum sb_state st);
