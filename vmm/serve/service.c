@@ -155,6 +155,11 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		argv[argc++] = "--allow-net";
 		argv[argc++] = sb->net.allow[i];
 	}
+	/* Its connection attempts; without rules it makes none (no log opened). */
+	if (svc->cfg.audit && sb->net.nallow) {
+		argv[argc++] = "--audit";
+		argv[argc++] = (char *)svc->cfg.audit;
+	}
 	for (int i = 0; i < sb->net.nresolve; i++) {
 		argv[argc++] = "--resolve";
 		argv[argc++] = sb->net.resolve[i];

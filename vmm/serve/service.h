@@ -66,6 +66,7 @@ struct service_config {
 	unsigned ntmpl;
 	unsigned pool;             /* --pool N ready VMs per template */
 	char *extra[SERVICE_MAX_EXTRA_ARGS];   /* boot options passed on (--no-jail...) */
+	const char *audit;         /* --audit, absolute; given to VMs with network rules */
 	int nextra;
 	unsigned call_timeout_s;
 	uint64_t max_output;
