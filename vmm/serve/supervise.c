@@ -145,9 +145,9 @@ static pid_t spawn_one(const struct spawn_req *r)
 	if (pid < 0)
 		pid = -errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid > 0)
-		setpgid(pid, pid);   /* also here: no window where a group kill misses it */
-	munmap(stack, CHILD_STACK);   /* the child has exec'd or ended (CLONE_VFORK) */
+	/* The child has exec'd or ended (CLONE_VFORK): its group was made
+	 * before, so no group kill misses it, and its stack is free. */
+	munmap(stack, CHILD_STACK);
 out_close:
 	if (a.log_fd >= 0)
 		close(a.log_fd);
