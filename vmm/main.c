@@ -207,7 +207,9 @@ int main(int argc, char **argv)
 		if (!strcmp(getenv("MAYFLY_SECCOMP_SELFTEST"), seccomp_role_name(r)))
 			seccomp_selftest(r);
 #endif
-	c = malloc(sizeof(*c));   /* large: every path of a VM config */
+	/* Large (every path of a VM config) and mostly zero: calloc's fresh
+	 * pages are written only where an option lands (sparse.h). */
+	c = calloc(1, sizeof(*c));
 	if (!c) {
 		log_say("out of memory");
 		return EXIT_INTERNAL;
