@@ -1,6 +1,7 @@
 /* test_client.c - the host's agent connection: the handshake can be cancelled, frames are read in place, numbers checked. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,130 @@ Test(client, a_hello_answer_that_is_no_frame_says_so)
 		close(cases[i].peer);
 		free(c);
 	}
+}
+
+/* One dial of a "VMM" that reads the client's first write whole (the
+ * CONNECT line, HELLO, the caller's first frames) before it answers
+ * anything; with no reply it hangs up instead (its RST while no agent
+ * listens), and the client tries again. */
+struct first_try {
+	int fd;
+	size_t want;
+	const uint8_t *reply;
+	size_t reply_len;
+	uint8_t got[256];
+	size_t got_len;
+	pthread_t thread;
+};
+
+struct first_vmm {
+	int tries;
+	struct first_try t[2];
+	int builds;
+	uint32_t ids[2];
+};
+
+static void *first_try_serve(void *arg)
+{
+	struct first_try *t = arg;
+
+	while (t->got_len < t->want) {
+		struct pollfd p = { .fd = t->fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 5000) != 1)
+			break;
+		r = read(t->fd, t->got + t->got_len, sizeof(t->got) - t->got_len);
+		if (r <= 0)
+			break;
+		t->got_len += (size_t)r;
+	}
+	if (t->reply && t->got_len == t->want) {
+		cr_assert_eq(write(t->fd, t->reply, t->reply_len), (ssize_t)t->reply_len);
+		return NULL;
+	}
+	close(t->fd);
+	t->fd = -1;
+	return NULL;
+}
+
+static int dial_first(void *opaque)
+{
+	struct first_vmm *v = opaque;
+	struct first_try *t;
+	int sv[2];
+
+	if (v->tries == 2 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -ECONNREFUSED;
+	t = &v->t[v->tries++];
+	t->fd = sv[1];
+	cr_assert_eq(pthread_create(&t->thread, NULL, first_try_serve, t), 0);
+	return sv[0];
+}
+
+/* agent_first's builder: a PING. */
+static int build_ping(struct agent_client *c, uint8_t *buf, size_t cap, void *opaque)
+{
+	struct first_vmm *v = opaque;
+	struct proto_writer w;
+
+	v->ids[v->builds++ % 2] = agent_client_id(c);
+	proto_begin(&w, buf, cap, PROTO_PING, v->ids[(v->builds - 1) % 2]);
+	return proto_end(&w);
+}
+
+/* The first frames ride in the connect's one write, behind HELLO: the VMM
+ * has them all before it says OK (the old client sent HELLO only after the
+ * OK: this VMM would wait for it until the deadline). A retry builds them
+ * again, ids from 1 again. */
+Test(client, first_frames_go_in_the_connects_one_write)
+{
+	struct agent_client *c = calloc(1, sizeof(*c));
+	struct first_vmm v = { 0 };
+	struct agent_first first = { build_ping, &v };
+	uint8_t expect[128], reply[128];
+	struct proto_writer w;
+	struct proto_frame f;
+	size_t n = 13, r = 5;
+	const char *why = "";
+	int rc;
+
+	memcpy(expect, "CONNECT 1024\n", n);
+	proto_begin(&w, expect + n, sizeof(expect) - n, PROTO_HELLO, 0);
+	proto_put_u32(&w, PROTO_VERSION);
+	n += (size_t)proto_end(&w);
+	proto_begin(&w, expect + n, sizeof(expect) - n, PROTO_PING, 1);
+	n += (size_t)proto_end(&w);
+	memcpy(reply, "OK 1\n", r);
+	proto_begin(&w, reply + r, sizeof(reply) - r, PROTO_HELLO_OK, 0);
+	proto_put_u32(&w, PROTO_VERSION);
+	r += (size_t)proto_end(&w);
+	proto_begin(&w, reply + r, sizeof(reply) - r, PROTO_OK, 1);
+	r += (size_t)proto_end(&w);
+	for (int i = 0; i < 2; i++)
+		v.t[i].want = n;
+	v.t[1].reply = reply;
+	v.t[1].reply_len = r;
+
+	rc = agent_client_connect_first(c, dial_first, &v, 1024, &first,
+					clock_now_ns() + 5000 * MS, -1, &why);
+	for (int i = 0; i < v.tries; i++)
+		pthread_join(v.t[i].thread, NULL);
+	cr_assert_eq(rc, 0, "%d: %s", rc, why);
+	cr_assert_eq(v.tries, 2);
+	cr_assert_eq(v.builds, 2);
+	cr_assert(v.ids[0] == 1 && v.ids[1] == 1, "ids %u %u", v.ids[0], v.ids[1]);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(v.t[i].got_len, n, "try %d: %zu bytes before any answer", i,
+			     v.t[i].got_len);
+		cr_assert_eq(memcmp(v.t[i].got, expect, n), 0, "try %d", i);
+	}
+	cr_assert_eq(agent_client_next(c, 1, &f, clock_now_ns() + 5000 * MS), 0);
+	cr_assert_eq(f.type, PROTO_OK);
+	cr_assert_eq(agent_client_id(c), 2);
+	agent_client_close(c);
+	close(v.t[1].fd);
+	free(c);
 }
 
 static void fill_error(struct proto_writer *w, void *v)

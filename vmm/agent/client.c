@@ -115,19 +115,38 @@ int agent_dial_unix(void *opaque)
 	return fd;
 }
 
-/* One try: dial and ask the VMM for the agent's port. */
-static int try_connect(agent_dial_fn dial, void *opaque, uint32_t port, int cancel_fd,
-		       uint64_t deadline_ns)
+/* One try: dial and ask the VMM for the agent's port. HELLO and the
+ * caller's first frames go in the same write as the line: the VMM keeps
+ * what follows the line in the socket and hands it to the guest once the
+ * agent accepted, so their trip overlaps the connect's. The whole write is
+ * rebuilt (fresh ids, fresh contents) on each try. */
+static int try_connect(struct agent_client *c, agent_dial_fn dial, void *opaque, uint32_t port,
+		       const struct agent_first *first, uint64_t deadline_ns)
 {
 	char line[CONNECT_LINE_MAX];
-	int fd = dial(opaque), rc;
+	struct proto_writer w;
+	size_t n = (size_t)snprintf((char *)c->wbuf, sizeof(c->wbuf), "CONNECT %u\n", port);
+	int fd, rc, len;
 
+	c->next_id = 1;
+	proto_begin(&w, c->wbuf + n, sizeof(c->wbuf) - n, PROTO_HELLO, 0);
+	proto_put_u32(&w, PROTO_VERSION);
+	len = proto_end(&w);
+	if (len < 0)
+		return len;
+	n += (size_t)len;
+	if (first) {
+		len = first->build(c, c->wbuf + n, sizeof(c->wbuf) - n, first->opaque);
+		if (len < 0)
+			return len;
+		n += (size_t)len;
+	}
+	fd = dial(opaque);
 	if (fd < 0)
 		return fd;
-	snprintf(line, sizeof(line), "CONNECT %u\n", port);
-	rc = send_all(fd, line, strlen(line), cancel_fd, deadline_ns);
+	rc = send_all(fd, c->wbuf, n, c->cancel_fd, deadline_ns);
 	if (!rc)
-		rc = read_line(fd, line, sizeof(line), cancel_fd, deadline_ns);
+		rc = read_line(fd, line, sizeof(line), c->cancel_fd, deadline_ns);
 	if (!rc && strncmp(line, "OK ", 3))
 		rc = -EPROTO;
 	if (rc) {
@@ -149,15 +168,22 @@ static void reset(struct agent_client *c, int cancel_fd)
 int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
 			 uint32_t port, uint64_t deadline_ns, int cancel_fd, const char **why)
 {
+	return agent_client_connect_first(c, dial, dial_opaque, port, NULL, deadline_ns, cancel_fd,
+					  why);
+}
+
+int agent_client_connect_first(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			       uint32_t port, const struct agent_first *first,
+			       uint64_t deadline_ns, int cancel_fd, const char **why)
+{
 	uint64_t socket_deadline = clock_now_ns() + AGENT_SOCKET_WAIT_NS;
-	struct proto_writer w;
 	struct proto_frame f;
 	bool no_frame = false;
-	int fd, rc, len;
+	int fd, rc;
 
 	reset(c, cancel_fd);
 	for (;;) {
-		fd = try_connect(dial, dial_opaque, port, cancel_fd, deadline_ns);
+		fd = try_connect(c, dial, dial_opaque, port, first, deadline_ns);
 		if (fd >= 0)
 			break;
 		if (fd == -ECANCELED) {
@@ -186,17 +212,12 @@ int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_
 		}
 	}
 	c->fd = fd;
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_HELLO, 0);
-	proto_put_u32(&w, PROTO_VERSION);
-	len = proto_end(&w);
-	rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
-	if (!rc) {
-		rc = agent_client_recv(c, &f, deadline_ns);
-		/* -EPROTO from recv: no frame at all (malformed, or another
-		 * version), so f says nothing to name. */
-		no_frame = rc == -EPROTO;
-		rc = rc == 1 ? (f.type == PROTO_HELLO_OK ? 0 : -EPROTO) : rc ? rc : -ETIMEDOUT;
-	}
+	/* HELLO went with the CONNECT line: its answer comes first. */
+	rc = agent_client_recv(c, &f, deadline_ns);
+	/* -EPROTO from recv: no frame at all (malformed, or another version),
+	 * so f says nothing to name. */
+	no_frame = rc == -EPROTO;
+	rc = rc == 1 ? (f.type == PROTO_HELLO_OK ? 0 : -EPROTO) : rc ? rc : -ETIMEDOUT;
 	if (no_frame) {
 		*why = "the guest agent answered HELLO with a malformed frame or another protocol "
 		       "version";

@@ -38,7 +38,7 @@ struct agent_client {
 typedef int (*agent_dial_fn)(void *opaque);
 
 /* Connect to the guest agent on vsock `port`: dial, send "CONNECT
- * <port>\n", wait for "OK <n>\n", then HELLO and wait for HELLO_OK.
+ * <port>\n" and HELLO in one write, wait for "OK <n>\n", then HELLO_OK.
  * Retries while the guest boots (the VMM refuses the CONNECT until the
  * agent listens) until deadline_ns (CLOCK_MONOTONIC); cancel_fd (-1:
  * none) readable ends every wait at once. 0, or -errno with *why set:
@@ -46,6 +46,22 @@ typedef int (*agent_dial_fn)(void *opaque);
  * after a few seconds), -EPROTO. */
 int agent_client_connect(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
 			 uint32_t port, uint64_t deadline_ns, int cancel_fd, const char **why);
+
+/* Frames sent right behind HELLO, in the connect's one write: the agent
+ * reads them in order once HELLO is answered, so their trip overlaps the
+ * connect's. build writes them into buf (cap bytes), with ids from
+ * agent_client_id, on each try (a retry rebuilds them); their length or
+ * -errno. */
+struct agent_first {
+	int (*build)(struct agent_client *c, uint8_t *buf, size_t cap, void *opaque);
+	void *opaque;
+};
+
+/* agent_client_connect with first's frames (NULL: none) sent ahead; on 0
+ * their answers are next on the connection, the caller's to read. */
+int agent_client_connect_first(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			       uint32_t port, const struct agent_first *first,
+			       uint64_t deadline_ns, int cancel_fd, const char **why);
 
 /* A dialer for the Unix socket path `opaque` (a VM's --vsock socket). */
 int agent_dial_unix(void *opaque);

@@ -48,13 +48,13 @@ static bool wait_guest_init(struct vm_agent *va)
 	return true;
 }
 
-/* Send the request of `len` bytes in c->wbuf and wait for its OK. */
-static int request_ok(struct agent_client *c, uint32_t id, int len, const char *name,
-		      uint64_t deadline_ns, const char **why)
+/* The OK answering request `id` (`name` in messages); rc: its send's
+ * failure, if it failed. */
+static int wait_ok(struct agent_client *c, uint32_t id, int rc, const char *name,
+		   uint64_t deadline_ns, const char **why)
 {
 	static _Thread_local char msg[160];
 	struct proto_frame f;
-	int rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
 
 	if (!rc)
 		rc = agent_client_next(c, id, &f, deadline_ns);
@@ -77,26 +77,49 @@ static int request_ok(struct agent_client *c, uint32_t id, int len, const char *
 	return rc;
 }
 
-int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **why)
+/* Send the request of `len` bytes in c->wbuf and wait for its OK. */
+static int request_ok(struct agent_client *c, uint32_t id, int len, const char *name,
+		      uint64_t deadline_ns, const char **why)
+{
+	int rc = len < 0 ? len : agent_client_send(c, (size_t)len, deadline_ns);
+
+	return wait_ok(c, id, rc, name, deadline_ns, why);
+}
+
+/* agent_first's builder: FRESHEN, the host's wall clock and fresh random
+ * bytes taken on each try; its id into *opaque. */
+static int freshen_frame(struct agent_client *c, uint8_t *buf, size_t cap, void *opaque)
 {
 	uint8_t seed[SEED_BYTES];
-	uint32_t id = agent_client_id(c);
+	uint32_t *id = opaque;
 	struct proto_writer w;
 	struct timespec now;
 	int len;
 
 	/* getrandom without flags: the host's pool is long since initialised. */
-	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed)) {
-		*why = "getrandom failed";
+	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed))
 		return -EIO;
-	}
+	*id = agent_client_id(c);
 	clock_gettime(CLOCK_REALTIME, &now);
-	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_FRESHEN, id);
+	proto_begin(&w, buf, cap, PROTO_FRESHEN, *id);
 	proto_put_u64(&w, (uint64_t)now.tv_sec * NS + (uint64_t)now.tv_nsec);
 	proto_put_bytes(&w, seed, sizeof(seed));
 	len = proto_end(&w);
 	explicit_bzero(seed, sizeof(seed));
-	return request_ok(c, id, len, "FRESHEN", deadline_ns, why);
+	return len;
+}
+
+int vm_agent_connect_fresh(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			   uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	uint32_t id = 0;
+	struct agent_first first = { freshen_frame, &id };
+	int rc = agent_client_connect_first(c, dial, dial_opaque, PROTO_AGENT_PORT, &first,
+					    deadline_ns, cancel_fd, why);
+
+	if (!rc)
+		rc = wait_ok(c, id, 0, "FRESHEN", deadline_ns, why);
+	return rc;
 }
 
 /* NET: the guest agent serves the proxy (docs/protocol.md). */
@@ -121,10 +144,14 @@ static void agent_work(struct vm_agent *va)
 	/* From the VM's build, not the process's start: making the default snapshot
 	 * first (hashing a root image of hundreds of MiB, a cold boot) is not this
 	 * VM's boot. */
-	rc = agent_client_connect(&va->client, dial_vm, &va->vm, PROTO_AGENT_PORT,
-				  va->built_ns + VM_AGENT_BOOT_TIMEOUT_S * NS, va->cancel_fd, &why);
-	if (!rc && va->vm.snap)
-		rc = vm_agent_freshen(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
+	if (va->vm.snap)
+		rc = vm_agent_connect_fresh(&va->client, dial_vm, &va->vm,
+					    va->built_ns + VM_AGENT_BOOT_TIMEOUT_S * NS,
+					    va->cancel_fd, &why);
+	else
+		rc = agent_client_connect(&va->client, dial_vm, &va->vm, PROTO_AGENT_PORT,
+					  va->built_ns + VM_AGENT_BOOT_TIMEOUT_S * NS,
+					  va->cancel_fd, &why);
 	if (!rc && va->net && va->net->attached)
 		rc = tell_net(&va->client, clock_now_ns() + FRESHEN_WAIT_S * NS, &why);
 	if (rc) {

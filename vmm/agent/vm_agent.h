@@ -58,9 +58,13 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 /* Close the client and free the VM. */
 void vm_agent_destroy(struct vm_agent *va);
 
-/* A restored guest takes the host's wall clock and 32 fresh random bytes
- * before anything else (two VMs from one snapshot must not share a clock
- * offset or a random sequence). 0 or -errno with *why. */
-int vm_agent_freshen(struct agent_client *c, uint64_t deadline_ns, const char **why);
+/* agent_client_connect to a restored guest's agent, which takes the host's
+ * wall clock and 32 fresh random bytes (FRESHEN) before anything else: two
+ * VMs from one snapshot must not share a clock offset or a random
+ * sequence. FRESHEN goes in the connect's own write (agent_first), so it
+ * costs no round trip of its own; deadline_ns bounds both. 0 (connected
+ * and freshened) or -errno with *why. */
+int vm_agent_connect_fresh(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+			   uint64_t deadline_ns, int cancel_fd, const char **why);
 
 #endif

@@ -223,10 +223,7 @@ static void go_on(struct ctl_server *s, bool quiesced)
 	virtio_vsock_release(s->vm->vsock);
 	if (!quiesced)
 		return;
-	rc = agent_client_connect(s->client, dial_vm, s->vm, PROTO_AGENT_PORT, deadline,
-				  s->stop_fd, &why);
-	if (!rc)
-		rc = vm_agent_freshen(s->client, deadline, &why);
+	rc = vm_agent_connect_fresh(s->client, dial_vm, s->vm, deadline, s->stop_fd, &why);
 	agent_client_close(s->client);
 	if (rc)
 		log_warn("control socket: the guest agent was not freshened after the save: %s", why);
