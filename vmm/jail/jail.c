@@ -352,9 +352,9 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 			_exit(fail_code);
 		return JAIL_VM;
 	}
-	/* What the VM process writes from here is copied out of pages we
-	 * share; the free ones we give back first are its alone (a fork's
-	 * children are many: docs/snapshot.md). */
+	/* A page the VM process writes from here is copied if we still map
+	 * it: our free heap pages, given back now, become its alone (each of
+	 * a fork's many children would pay every copy). */
 	malloc_trim(0);
 	*code = supervise(child, parent, &set);
 	close(alive[1]);
