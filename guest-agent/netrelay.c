@@ -20,6 +20,8 @@
 #define RELAY_MAX   64              /* clients at once: the host's cap per sandbox */
 #define RELAY_BUF   (64 * 1024)     /* per direction and client */
 #define HOST_CID    2
+#define REFUSE_WAIT_MS 500          /* for a refused client's greeting or request */
+#define SOCKS_VERSION  5            /* a SOCKS5 client's first byte; no HTTP request starts so */
 
 /* One client: its socket, the host's, a buffer each way. */
 struct pair {
@@ -31,6 +33,14 @@ struct pair {
 
 static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
 			   "Connection: close\r\n\r\nmayfly: the host took no more proxy connections\n";
+/* SOCKS5 (RFC 1928) has no room for the reason: the greeting answered
+ * (no authentication), then the request refused with "general failure"
+ * and the address 0.0.0.0:0, as the host's proxy answers a busy broker
+ * (vmm/net/socks.c); 05 FF to a client that offers no method without
+ * authentication. */
+static const uint8_t socks_greeted[2] = { SOCKS_VERSION, 0 };
+static const uint8_t socks_no_method[2] = { SOCKS_VERSION, 0xff };
+static const uint8_t socks_failure[10] = { SOCKS_VERSION, 1, 0, 1, 0, 0, 0, 0, 0, 0 };
 
 /* The host end: vsock CID 2 (or, in host tests, a Unix socket path). */
 static int dial_host(const char *unix_path, unsigned port)
@@ -123,6 +133,54 @@ static short pair_events(const struct pair *p, int i)
 	return ev;
 }
 
+/* What a refused client sends next, waited for REFUSE_WAIT_MS at most
+ * (clients speak first): it says which language the refusal is in, and
+ * read, it does not turn the close into a reset that loses the answer. */
+static ssize_t refused_read(int fd, uint8_t *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, REFUSE_WAIT_MS) <= 0)
+		return 0;
+	return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
+/* Best effort: the client is blocking until now, each answer fits its
+ * buffer, and a client gone already is told nothing. */
+static void say(int fd, const void *p, size_t len)
+{
+	ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	(void)n;
+}
+
+/* The host took no connection: an HTTP client hears 503 and why, a
+ * SOCKS5 client its protocol's refusal. Then the client is closed. The
+ * relay waits for it (2 x REFUSE_WAIT_MS at most): only at the host's
+ * cap, and only the guest's own clients wait. */
+static void refuse_client(int cfd)
+{
+	uint8_t in[512];
+	ssize_t n = refused_read(cfd, in, sizeof(in));
+
+	if (n > 0 && in[0] == SOCKS_VERSION) {
+		/* "05 NMETHODS METHODS": is 00 (no authentication) offered? */
+		size_t methods = n < 2 ? 0 : (size_t)n - 2 < in[1] ? (size_t)n - 2 : in[1];
+
+		if (!memchr(in + 2, 0, methods)) {
+			say(cfd, socks_no_method, sizeof(socks_no_method));
+		} else {
+			say(cfd, socks_greeted, sizeof(socks_greeted));
+			/* The request came with the greeting, or comes next. */
+			if ((size_t)n > 2 + methods || refused_read(cfd, in, sizeof(in)) > 0)
+				say(cfd, socks_failure, sizeof(socks_failure));
+		}
+	} else {
+		say(cfd, busy, sizeof(busy) - 1);
+	}
+	close(cfd);
+}
+
 static void accept_client(int lfd, struct pair *pairs, const char *unix_path, unsigned port)
 {
 	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), hfd, slot = -1;
@@ -134,11 +192,7 @@ static void accept_client(int lfd, struct pair *pairs, const char *unix_path, un
 			slot = i;
 	hfd = slot < 0 ? -1 : dial_host(unix_path, port);
 	if (hfd < 0) {
-		/* The client is blocking until now: the answer fits its buffer. */
-		ssize_t n = send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		(void)n;   /* a client gone already is told nothing */
-		close(cfd);
+		refuse_client(cfd);
 		return;
 	}
 	pairs[slot].fd[0] = cfd;

@@ -1,5 +1,5 @@
 /* console.c - the console thread: guest serial output to stdout, stdin to the guest, never blocking a vCPU. */
-#include "vm.h"
+#include "console.h"
 #include "exitcode.h"
 #include "log.h"
 #include "thread.h"
@@ -27,18 +27,15 @@ static void console_wake(struct console *con)
 
 void console_notify(void *opaque)
 {
-	struct vm *vm = opaque;
-
-	console_wake(&vm->console);
+	console_wake(opaque);
 }
 
-static void console_drain_output(struct vm *vm)
+static void console_drain_output(struct console *con)
 {
-	struct console *con = &vm->console;
 	uint8_t buf[4096];
 	size_t n;
 
-	while ((n = serial_take_output(&vm->serial, buf, sizeof(buf))) > 0) {
+	while ((n = serial_take_output(con->serial, buf, sizeof(buf))) > 0) {
 		int rc;
 
 		console_watch_feed(&con->watch, buf, n);
@@ -64,9 +61,8 @@ struct input {
 };
 
 /* Read stdin; in raw-tty mode watch for Ctrl-A x. */
-static void console_read_input(struct vm *vm, struct input *in)
+static void console_read_input(struct console *con, struct input *in)
 {
-	struct console *con = &vm->console;
 	uint8_t raw[256];
 	ssize_t n = read(con->in_fd, raw, sizeof(raw));
 
@@ -82,7 +78,8 @@ static void console_read_input(struct vm *vm, struct input *in)
 			in->escape = false;
 			if (raw[i] == 'x') {
 				con->quit = true;
-				vm_stop(vm, EXIT_GUEST_RESET, "quit from the console (Ctrl-A x)");
+				con->stop(con->stop_opaque, EXIT_GUEST_RESET,
+					  "quit from the console (Ctrl-A x)");
 				return;
 			}
 			if (raw[i] != CONSOLE_ESCAPE)
@@ -97,8 +94,7 @@ static void console_read_input(struct vm *vm, struct input *in)
 
 static void *console_thread(void *arg)
 {
-	struct vm *vm = arg;
-	struct console *con = &vm->console;
+	struct console *con = arg;
 	struct input in = { .eof = !con->interactive };
 
 	thread_set_name("console");
@@ -115,17 +111,17 @@ static void *console_thread(void *arg)
 			if (read(con->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 				break;
 		}
-		console_drain_output(vm);
+		console_drain_output(con);
 		if (atomic_load(&con->stopping))
 			break;
 		if (want_input && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-			console_read_input(vm, &in);
+			console_read_input(con, &in);
 		/* Feed what the guest's FIFO has room for; the serial model
 		 * notifies us when the guest reads and makes more room. */
 		if (in.off < in.len)
-			in.off += serial_receive(&vm->serial, in.buf + in.off, in.len - in.off);
+			in.off += serial_receive(con->serial, in.buf + in.off, in.len - in.off);
 	}
-	console_drain_output(vm);
+	console_drain_output(con);
 	return NULL;
 }
 
@@ -142,31 +138,27 @@ static void console_setup_tty(struct console *con)
 		con->raw_tty = true;
 }
 
-int console_start(struct vm *vm)
+int console_start(struct console *con)
 {
-	struct console *con = &vm->console;
 	int rc;
 
 	con->in_fd = STDIN_FILENO;
 	/* mayfly run keeps stdout for the command's own output: the serial
 	 * console then goes to stderr (-v) or nowhere, still panic-watched. */
-	con->out_fd = vm->cfg->console_out == CONSOLE_OUT_STDERR  ? STDERR_FILENO :
-		      vm->cfg->console_out == CONSOLE_OUT_DISCARD ? -1 : STDOUT_FILENO;
-	con->interactive = vm->cfg->console;
+	con->out_fd = con->out == CONSOLE_OUT_STDERR  ? STDERR_FILENO :
+		      con->out == CONSOLE_OUT_DISCARD ? -1 : STDOUT_FILENO;
 	console_setup_tty(con);
 	atomic_store(&con->stopping, false);
 	atomic_store(&con->give_up, false);
-	rc = thread_start(&con->thread, console_thread, vm);
+	rc = thread_start(&con->thread, console_thread, con);
 	if (rc)
 		return rc;
 	con->started = true;
 	return 0;
 }
 
-void console_stop(struct vm *vm)
+void console_stop(struct console *con)
 {
-	struct console *con = &vm->console;
-
 	if (con->started) {
 		atomic_store(&con->stopping, true);
 		console_wake(con);
@@ -181,25 +173,23 @@ void console_stop(struct vm *vm)
 		tcsetattr(con->in_fd, TCSANOW, &con->saved_tty);
 		con->raw_tty = false;
 	}
-	if (serial_dropped(&vm->serial))
+	if (serial_dropped(con->serial))
 		log_warn("console: %llu bytes of guest output dropped (reader too slow)",
-			 (unsigned long long)serial_dropped(&vm->serial));
+			 (unsigned long long)serial_dropped(con->serial));
 }
 
-int console_exit_code(struct vm *vm, int code)
+int console_exit_code(const struct console *con, int code, char *reason, size_t len)
 {
-	const struct console_watch *w = &vm->console.watch;
+	const struct console_watch *w = &con->watch;
 
 	if (code != EXIT_GUEST_RESET)
 		return code;
 	if (w->panicked) {
-		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
-			 "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
+		snprintf(reason, len, "guest kernel panicked (\"" PANIC_BANNER "\" on its console)");
 		return EXIT_GUEST_PANIC;
 	}
-	if (vm->cfg->init_cmd[0] && w->status_seen && !vm->console.quit) {
-		snprintf(vm->exit_reason, sizeof(vm->exit_reason),
-			 "the guest's init command exited with status %u", w->status);
+	if (con->init_cmd && w->status_seen && !con->quit) {
+		snprintf(reason, len, "the guest's init command exited with status %u", w->status);
 		return w->status;
 	}
 	return code;

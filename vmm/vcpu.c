@@ -1,5 +1,5 @@
 /* vcpu.c - one thread per vCPU: set up its registers, then KVM_RUN and dispatch each exit. */
-#include "vm.h"
+#include "vcpu.h"
 #include "clock.h"
 #include "exitcode.h"
 #include "log.h"
@@ -9,6 +9,7 @@
 #include "x86/vcpu_state.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +17,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
-	      int format, uint64_t entry)
+void vcpu_shared_init(struct vcpu_shared *sh)
+{
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_cond_init(&sh->cond, NULL);
+}
+
+int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index, unsigned nr_vcpus,
+	      const struct kvm_cpuid2 *cpuid, int format, uint64_t entry)
 {
 	size_t cpuid_size = sizeof(*cpuid) + cpuid->nent * sizeof(cpuid->entries[0]);
 	struct kvm_cpuid2 *mine;
 	int rc;
 
 	memset(vcpu, 0, sizeof(*vcpu));
-	vcpu->vm = vm;
+	vcpu->sh = sh;
 	vcpu->index = index;
-	vcpu->fd = ioctl(vm->kvm.vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
+	vcpu->fd = ioctl(sh->vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
 	if (vcpu->fd < 0)
 		return -errno;
-	vcpu->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	vcpu->run = mmap(NULL, sh->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 vcpu->fd, 0);
 	if (vcpu->run == MAP_FAILED) {
 		rc = -errno;
@@ -43,7 +50,7 @@ int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm
 		goto err_run;
 	}
 	memcpy(mine, cpuid, cpuid_size);
-	cpuid_patch(mine, index, vm->nr_vcpus);
+	cpuid_patch(mine, index, nr_vcpus);
 	rc = ioctl(vcpu->fd, KVM_SET_CPUID2, mine) < 0 ? -errno : 0;
 	free(mine);
 	if (rc)
@@ -62,12 +69,26 @@ int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm
 	return 0;
 
 err_run:
-	munmap(vcpu->run, (size_t)vm->kvm.run_size);
+	munmap(vcpu->run, sh->run_size);
 	vcpu->run = NULL;
 err_fd:
 	close(vcpu->fd);
 	vcpu->fd = -1;
 	return rc;
+}
+
+/* End the VM with code and a reason (sh->stop: the first caller wins). */
+static void vcpu_stop(struct vcpu *vcpu, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void vcpu_stop(struct vcpu *vcpu, int code, const char *fmt, ...)
+{
+	char reason[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	vcpu->sh->stop(vcpu->sh->stop_opaque, code, reason);
 }
 
 static void vcpu_log_fatal(struct vcpu *vcpu, int code, const char *what)
@@ -77,7 +98,7 @@ static void vcpu_log_fatal(struct vcpu *vcpu, int code, const char *what)
 
 	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) == 0)
 		rip = regs.rip;
-	vm_stop(vcpu->vm, code, "vcpu%u: %s at rip=0x%llx", vcpu->index, what, rip);
+	vcpu_stop(vcpu, code, "vcpu%u: %s at rip=0x%llx", vcpu->index, what, rip);
 }
 
 static void vcpu_handle_io(struct vcpu *vcpu)
@@ -90,7 +111,7 @@ static void vcpu_handle_io(struct vcpu *vcpu)
 	 * data_offset/size/count come from KVM, not the guest, and lie within
 	 * the run page KVM mapped for us. */
 	for (uint32_t i = 0; i < run->io.count; i++) {
-		bus_dispatch(&vcpu->vm->pio, run->io.port, data, run->io.size, is_write);
+		bus_dispatch(vcpu->sh->pio, run->io.port, data, run->io.size, is_write);
 		data += run->io.size;
 	}
 }
@@ -102,7 +123,7 @@ static void vcpu_handle_mmio(struct vcpu *vcpu)
 
 	if (len == 0 || len > sizeof(run->mmio.data))
 		return;
-	bus_dispatch(&vcpu->vm->mmio, run->mmio.phys_addr, run->mmio.data, len,
+	bus_dispatch(vcpu->sh->mmio, run->mmio.phys_addr, run->mmio.data, len,
 		     run->mmio.is_write);
 }
 
@@ -137,16 +158,16 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	case KVM_EXIT_SYSTEM_EVENT:
 		if (run->system_event.type == KVM_SYSTEM_EVENT_RESET ||
 		    run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN) {
-			vm_stop(vcpu->vm, EXIT_GUEST_RESET, "guest system event %u",
-				run->system_event.type);
+			vcpu_stop(vcpu, EXIT_GUEST_RESET, "guest system event %u",
+				  run->system_event.type);
 			return false;
 		}
 		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR, "unexpected KVM system event");
 		return false;
 	case KVM_EXIT_FAIL_ENTRY:
-		vm_stop(vcpu->vm, EXIT_KVM_ERROR,
-			"vcpu%u: KVM entry failed, hardware reason 0x%llx", vcpu->index,
-			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		vcpu_stop(vcpu, EXIT_KVM_ERROR,
+			  "vcpu%u: KVM entry failed, hardware reason 0x%llx", vcpu->index,
+			  (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
 		vcpu_log_fatal(vcpu, EXIT_KVM_ERROR,
@@ -160,30 +181,30 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
-/* vm_pause asked: finish the instruction of the last PIO/MMIO exit (its
- * IN data goes to the register only on the next KVM_RUN) without running
- * the guest further, then wait. */
+/* vcpu_pause_all asked: finish the instruction of the last PIO/MMIO exit
+ * (its IN data goes to the register only on the next KVM_RUN) without
+ * running the guest further, then wait. */
 static void vcpu_park(struct vcpu *vcpu)
 {
-	struct vm *vm = vcpu->vm;
+	struct vcpu_shared *sh = vcpu->sh;
 	int rc = vcpu_state_settle(vcpu->fd, vcpu->run);
 
 	if (rc)
-		vm_stop(vm, EXIT_KVM_ERROR, "vcpu%u: cannot settle for a pause: %s", vcpu->index,
-			strerror(-rc));
-	pthread_mutex_lock(&vm->pause_lock);
-	vm->parked++;
-	pthread_cond_broadcast(&vm->pause_cond);
-	while (atomic_load(&vm->pausing) && atomic_load(&vm->exit_code) < 0)
-		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
-	vm->parked--;
-	pthread_mutex_unlock(&vm->pause_lock);
+		vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: cannot settle for a pause: %s",
+			  vcpu->index, strerror(-rc));
+	pthread_mutex_lock(&sh->lock);
+	sh->parked++;
+	pthread_cond_broadcast(&sh->cond);
+	while (atomic_load(&sh->pausing) && !atomic_load(&sh->ending))
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	sh->parked--;
+	pthread_mutex_unlock(&sh->lock);
 }
 
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
-	struct vm *vm = vcpu->vm;
+	struct vcpu_shared *sh = vcpu->sh;
 	char name[16];
 
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->index);
@@ -191,16 +212,16 @@ static void *vcpu_thread(void *arg)
 	seccomp_enter(SECCOMP_ROLE_VCPU);
 	/* No guest instruction before every thread, the main one included,
 	 * is confined: vm_run releases the vCPUs once it is. */
-	pthread_mutex_lock(&vm->pause_lock);
-	while (!vm->released && atomic_load(&vm->exit_code) < 0)
-		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
-	pthread_mutex_unlock(&vm->pause_lock);
+	pthread_mutex_lock(&sh->lock);
+	while (!sh->released && !atomic_load(&sh->ending))
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	pthread_mutex_unlock(&sh->lock);
 	log_debug("vcpu%u: first KVM_RUN", vcpu->index);
 	if (vcpu->index == 0)
-		atomic_store(&vcpu->vm->first_run_ns, clock_now_ns());
+		atomic_store(&sh->first_run_ns, clock_now_ns());
 
-	while (atomic_load(&vcpu->vm->exit_code) < 0) {
-		if (atomic_load(&vcpu->vm->pausing)) {
+	while (!atomic_load(&sh->ending)) {
+		if (atomic_load(&sh->pausing)) {
 			vcpu_park(vcpu);
 			continue;
 		}
@@ -209,8 +230,8 @@ static void *vcpu_thread(void *arg)
 				vcpu->run->immediate_exit = 0;
 				continue;
 			}
-			vm_stop(vcpu->vm, EXIT_KVM_ERROR, "vcpu%u: KVM_RUN failed: %s",
-				vcpu->index, strerror(errno));
+			vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: KVM_RUN failed: %s",
+				  vcpu->index, strerror(errno));
 			break;
 		}
 		if (!vcpu_handle_exit(vcpu))
@@ -250,14 +271,55 @@ void vcpu_join(struct vcpu *vcpu)
 void vcpu_destroy(struct vcpu *vcpu)
 {
 	if (vcpu->run && vcpu->run != MAP_FAILED)
-		munmap(vcpu->run, (size_t)vcpu->vm->kvm.run_size);
+		munmap(vcpu->run, vcpu->sh->run_size);
 	if (vcpu->fd >= 0)
 		close(vcpu->fd);
 	vcpu->run = NULL;
 	vcpu->fd = -1;
 }
 
-void vcpu_log_exit_stats(struct vm *vm)
+void vcpu_release(struct vcpu_shared *sh)
+{
+	pthread_mutex_lock(&sh->lock);
+	sh->released = true;
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+}
+
+void vcpu_end(struct vcpu_shared *sh)
+{
+	/* A brief lock, never held while waiting: parked vCPUs wake to leave. */
+	pthread_mutex_lock(&sh->lock);
+	atomic_store(&sh->ending, true);
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+}
+
+int vcpu_pause_all(struct vcpu_shared *sh, struct vcpu *vcpus, unsigned n)
+{
+	int rc = 0;
+
+	atomic_store(&sh->pausing, true);
+	for (unsigned i = 0; i < n; i++)
+		vcpu_kick(&vcpus[i]);
+	pthread_mutex_lock(&sh->lock);
+	while (sh->parked < n && !atomic_load(&sh->ending))
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	if (atomic_load(&sh->ending) || sh->parked < n)
+		rc = -ECANCELED;
+	pthread_mutex_unlock(&sh->lock);
+	return rc;
+}
+
+void vcpu_resume_all(struct vcpu_shared *sh)
+{
+	pthread_mutex_lock(&sh->lock);
+	atomic_store(&sh->pausing, false);
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+}
+
+void vcpu_log_exit_stats(const struct vcpu *vcpus, unsigned n)
 {
 	static const char *const names[VCPU_EXIT_REASONS] = {
 		[KVM_EXIT_UNKNOWN] = "other", [KVM_EXIT_IO] = "io", [KVM_EXIT_MMIO] = "mmio",
@@ -269,12 +331,12 @@ void vcpu_log_exit_stats(struct vm *vm)
 	char line[512] = "";
 	size_t used = 0;
 
-	if (!log_enabled(LOG_INFO))
+	if (!log_enabled(LOG_INFO) || !n)
 		return;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+	for (unsigned i = 0; i < n; i++)
 		for (int r = 0; r < VCPU_EXIT_REASONS; r++) {
-			by_reason[r] += vm->vcpus[i].exits[r];
-			total += vm->vcpus[i].exits[r];
+			by_reason[r] += vcpus[i].exits[r];
+			total += vcpus[i].exits[r];
 		}
 	for (int r = 0; r < VCPU_EXIT_REASONS && used < sizeof(line); r++)
 		if (by_reason[r])
@@ -283,7 +345,7 @@ void vcpu_log_exit_stats(struct vm *vm)
 						 (unsigned long long)by_reason[r]);
 	if (used < sizeof(line))
 		used += (size_t)snprintf(line + used, sizeof(line) - used, ";");
-	bus_format_hits(&vm->pio, line, sizeof(line));
-	bus_format_hits(&vm->mmio, line, sizeof(line));
+	bus_format_hits(vcpus[0].sh->pio, line, sizeof(line));
+	bus_format_hits(vcpus[0].sh->mmio, line, sizeof(line));
 	log_info("vm exits to mayfly: %llu:%s", (unsigned long long)total, line);
 }

@@ -298,6 +298,12 @@ static void serial_irq(void *opaque, int level)
 	kvm_irq_line(&vm->kvm, LAYOUT_COM1_IRQ, level);
 }
 
+/* How the vCPUs and the console end the VM (vcpu.h, console.h). */
+static void stop_hook(void *opaque, int code, const char *reason)
+{
+	vm_stop(opaque, code, "%s", reason);
+}
+
 static void guest_reset(void *opaque)
 {
 	vm_stop(opaque, EXIT_GUEST_RESET, "guest requested reset through the i8042");
@@ -305,7 +311,7 @@ static void guest_reset(void *opaque)
 
 static int vm_add_devices(struct vm *vm)
 {
-	serial_init(&vm->serial, serial_irq, console_notify, vm);
+	serial_init(&vm->serial, serial_irq, console_notify, &vm->console);
 	i8042_init(&vm->i8042, guest_reset, vm);
 	boot_timer_init(&vm->boot_timer, vm->start_ns);
 
@@ -379,9 +385,15 @@ static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 		log_error("cannot get the CPUID table: %s", strerror(-rc));
 		return EXIT_INTERNAL;
 	}
+	vm->cpus.vm_fd = vm->kvm.vm_fd;
+	vm->cpus.run_size = (size_t)vm->kvm.run_size;
+	vm->cpus.pio = &vm->pio;
+	vm->cpus.mmio = &vm->mmio;
+	vm->cpus.stop = stop_hook;
+	vm->cpus.stop_opaque = vm;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		rc = vcpu_init(vm, &vm->vcpus[i], i, vm->cpuid, kernel ? (int)kernel->format : -1,
-			       kernel ? kernel->entry : 0);
+		rc = vcpu_init(&vm->vcpus[i], &vm->cpus, i, vm->nr_vcpus, vm->cpuid,
+			       kernel ? (int)kernel->format : -1, kernel ? kernel->entry : 0);
 		if (rc) {
 			log_error("cannot set up vcpu%u: %s", i, strerror(-rc));
 			return EXIT_INTERNAL;
@@ -537,8 +549,11 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	bus_init(&vm->mmio, "mmio");
 	vm->nr_vcpus = cfg->cpus;
 	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
-	pthread_mutex_init(&vm->pause_lock, NULL);
-	pthread_cond_init(&vm->pause_cond, NULL);
+	vcpu_shared_init(&vm->cpus);
+	vm->console = (struct console){ .serial = &vm->serial, .out = cfg->console_out,
+					.interactive = cfg->console,
+					.init_cmd = cfg->init_cmd[0] != '\0',
+					.stop = stop_hook, .stop_opaque = vm, .wake_fd = -1 };
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	vm->console.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!vm->vcpus || vm->stop_fd < 0 || vm->console.wake_fd < 0) {

@@ -2,54 +2,25 @@
 #ifndef MAYFLY_VM_H
 #define MAYFLY_VM_H
 
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <linux/kvm.h>
-#include <termios.h>
 
 #include "bus.h"
 #include "config.h"
-#include "console_watch.h"
+#include "console.h"
 #include "event.h"
 #include "kvm.h"
 #include "mem.h"
+#include "vcpu.h"
 #include "devices/boot_timer.h"
 #include "devices/i8042.h"
 #include "devices/serial.h"
 #include "virtio/blk.h"
 #include "virtio/vsock.h"
 
-struct vm;
-
-#define VCPU_EXIT_REASONS 64   /* KVM exit reasons are small numbers */
 #define VM_MAX_VIRTIO     10   /* virtio-mmio slots: a window and an interrupt line each */
-
-struct vcpu {
-	struct vm *vm;
-	unsigned index;          /* also its APIC id */
-	int fd;
-	struct kvm_run *run;
-	pthread_t thread;
-	bool started;
-	uint64_t exits[VCPU_EXIT_REASONS];   /* by KVM exit reason; read after join */
-};
-
-/* The console thread moves serial bytes between the guest and stdio. */
-struct console {
-	pthread_t thread;
-	bool started;
-	int wake_fd;             /* eventfd: output pending, input room, or stop */
-	_Atomic bool stopping;
-	atomic_bool give_up;     /* stdout did not drain in time: drop the rest */
-	bool interactive;
-	bool raw_tty;            /* stdin was switched to raw mode */
-	int in_fd, out_fd;
-	struct termios saved_tty;
-	/* Console thread only, read after join: */
-	struct console_watch watch;  /* every byte of guest output passes it */
-	bool quit;                   /* the user typed Ctrl-A x */
-};
 
 struct snapshot;
 
@@ -57,7 +28,6 @@ struct vm {
 	const struct vm_config *cfg;
 	const struct snapshot *snap;     /* restoring from it, or NULL (a cold boot) */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at process start */
-	_Atomic uint64_t first_run_ns;   /* vcpu0 entered KVM_RUN the first time */
 	struct kvm kvm;
 	struct guest_mem mem;
 	struct bus pio, mmio;
@@ -75,14 +45,8 @@ struct vm {
 	size_t initrd_size;
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
+	struct vcpu_shared cpus;         /* all the vCPUs know of the VM; their gate */
 	struct kvm_cpuid2 *cpuid;        /* the table every vCPU got (before its patch) */
-
-	/* vm_pause: every vCPU parks until vm_resume or the VM's end. */
-	pthread_mutex_t pause_lock;
-	pthread_cond_t pause_cond;
-	_Atomic bool pausing;
-	unsigned parked;                 /* under pause_lock */
-	bool released;                   /* under pause_lock: vCPUs may enter KVM_RUN */
 	bool logging_writes;             /* vm_workingset_begin: KVM logs RAM writes */
 	int ws_warm;                     /* restored: enum ws_warm, how the working set is warmed */
 
@@ -104,6 +68,9 @@ void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), vo
 /* Microseconds from process start to the guest's init writing the boot
  * timer, 0 while it has not. Any thread. */
 uint64_t vm_guest_init_us(const struct vm *vm);
+
+/* CLOCK_MONOTONIC when vcpu0 first entered KVM_RUN, 0 before. Any thread. */
+uint64_t vm_first_run_ns(const struct vm *vm);
 
 /* A new host connection to the guest's vsock device, without the file
  * system (as if a client had connected to the --vsock socket: it sends
@@ -149,41 +116,5 @@ void vm_destroy(struct vm *vm);
  * callable from any thread, never blocks. */
 void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* vcpu.c: create vCPU `index` with CPUID, MSRs, LAPIC and, for the boot
- * CPU, entry registers; format < 0: restored (the registers come from a
- * snapshot: CPUID only). */
-int vcpu_init(struct vm *vm, struct vcpu *vcpu, unsigned index, const struct kvm_cpuid2 *cpuid,
-	      int format, uint64_t entry) __attribute__((warn_unused_result));
-int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));
-/* Make a running vCPU leave KVM_RUN promptly (thread_kick). */
-void vcpu_kick(struct vcpu *vcpu);
-void vcpu_join(struct vcpu *vcpu);
-void vcpu_destroy(struct vcpu *vcpu);
-
-/* Log the VM exits of all (joined) vCPUs by reason and by device. */
-void vcpu_log_exit_stats(struct vm *vm);
-
-/* console.c */
-/* Serial notify hook (opaque = struct vm): wakes the console thread. Runs
- * on a vCPU thread and never blocks. */
-void console_notify(void *opaque);
-/* Start the console thread: the serial output to stdout (or as
- * vm->cfg->console_out says), stdin to the guest with --console. 0 or
- * -errno. */
-int console_start(struct vm *vm) __attribute__((warn_unused_result));
-#define CONSOLE_STOP_GRACE_MS 2000
-/* After the vCPUs are joined: write out the remaining output, for at most
- * CONSOLE_STOP_GRACE_MS; if stdout does not take it by then, drop the rest.
- * Returns once the console thread has exited and been joined (so the VM
- * can be freed), whatever stdout does; restores the terminal. */
-void console_stop(struct vm *vm);
-/* After console_stop: the exit code once the guest's console output is
- * taken into account, for a VM that ended with `code`. A guest reset
- * (EXIT_GUEST_RESET) after the panic banner is EXIT_GUEST_PANIC; with
- * --init-cmd, a guest reset after init's "mayfly: exit status N" line is
- * N (not when the user quit with Ctrl-A x). vm->exit_reason then says so.
- * Any other code is returned as it is. */
-int console_exit_code(struct vm *vm, int code);
 
 #endif

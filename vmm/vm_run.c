@@ -26,10 +26,7 @@ void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 	vsnprintf(vm->exit_reason, sizeof(vm->exit_reason), fmt, ap);
 	va_end(ap);
 	atomic_store(&vm->exit_code, code);
-	/* Parked vCPUs wake to leave. A brief lock, never held while waiting. */
-	pthread_mutex_lock(&vm->pause_lock);
-	pthread_cond_broadcast(&vm->pause_cond);
-	pthread_mutex_unlock(&vm->pause_lock);
+	vcpu_end(&vm->cpus);
 	if (write(vm->stop_fd, &one, sizeof(one)) < 0)
 		return;   /* counter full: the main thread is already awake */
 }
@@ -37,26 +34,12 @@ void vm_stop(struct vm *vm, int code, const char *fmt, ...)
 
 int vm_pause(struct vm *vm)
 {
-	int rc = 0;
-
-	atomic_store(&vm->pausing, true);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vcpu_kick(&vm->vcpus[i]);
-	pthread_mutex_lock(&vm->pause_lock);
-	while (vm->parked < vm->nr_vcpus && atomic_load(&vm->exit_code) < 0)
-		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
-	if (atomic_load(&vm->exit_code) >= 0 || vm->parked < vm->nr_vcpus)
-		rc = -ECANCELED;
-	pthread_mutex_unlock(&vm->pause_lock);
-	return rc;
+	return vcpu_pause_all(&vm->cpus, vm->vcpus, vm->nr_vcpus);
 }
 
 void vm_resume(struct vm *vm)
 {
-	pthread_mutex_lock(&vm->pause_lock);
-	atomic_store(&vm->pausing, false);
-	pthread_cond_broadcast(&vm->pause_cond);
-	pthread_mutex_unlock(&vm->pause_lock);
+	vcpu_resume_all(&vm->cpus);
 }
 
 void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), void *opaque)
@@ -68,6 +51,11 @@ void vm_set_signal_hook(struct vm *vm, bool (*hook)(void *opaque, int signo), vo
 uint64_t vm_guest_init_us(const struct vm *vm)
 {
 	return boot_timer_elapsed_us(&vm->boot_timer);
+}
+
+uint64_t vm_first_run_ns(const struct vm *vm)
+{
+	return atomic_load(&vm->cpus.first_run_ns);
 }
 
 int vm_connect_vsock(struct vm *vm)
@@ -106,7 +94,7 @@ int vm_run(struct vm *vm)
 		close(sig_fd);
 		return EXIT_INTERNAL;
 	}
-	if (console_start(vm)) {
+	if (console_start(&vm->console)) {
 		log_error("cannot start the console thread");
 		log_writer_stop();
 		close(sig_fd);
@@ -114,7 +102,7 @@ int vm_run(struct vm *vm)
 	}
 	if ((vm->nr_blks || vm->vsock) && event_loop_start(&vm->io)) {
 		log_error("cannot start the I/O thread");
-		console_stop(vm);
+		console_stop(&vm->console);
 		log_writer_stop();
 		close(sig_fd);
 		return EXIT_INTERNAL;
@@ -128,10 +116,7 @@ int vm_run(struct vm *vm)
 	/* Every thread is started (each took its own filter): this one needs
 	 * no new thread, file or VM from here on. Then the guest may run. */
 	seccomp_enter(SECCOMP_ROLE_MAIN);
-	pthread_mutex_lock(&vm->pause_lock);
-	vm->released = true;
-	pthread_cond_broadcast(&vm->pause_cond);
-	pthread_mutex_unlock(&vm->pause_lock);
+	vcpu_release(&vm->cpus);
 	/* The guest runs already; a stop or signal meanwhile waits for it. */
 	vm_populate_workingset(vm);
 	while (atomic_load(&vm->exit_code) < 0) {
@@ -157,17 +142,17 @@ int vm_run(struct vm *vm)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
 	event_loop_stop(&vm->io);
-	vcpu_log_exit_stats(vm);
+	vcpu_log_exit_stats(vm->vcpus, vm->nr_vcpus);
 	for (unsigned i = 0; i < vm->nr_blks; i++)
 		virtio_blk_log_stats(&vm->blks[i]);
 	if (vm->vsock)
 		virtio_vsock_log_stats(vm->vsock);
-	console_stop(vm);
+	console_stop(&vm->console);
 	close(sig_fd);
 	/* All output has passed the console watch now: a reset after the
 	 * panic banner is a panic, one after init's status line its status. */
 	reset = code == EXIT_GUEST_RESET;
-	code = console_exit_code(vm, code);
+	code = console_exit_code(&vm->console, code, vm->exit_reason, sizeof(vm->exit_reason));
 	if (reset && code != EXIT_GUEST_PANIC)
 		log_info("vm stopped: %s (exit %d)", vm->exit_reason, code);
 	else

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "dir_count.h"
 
 static struct client c;
 
@@ -151,22 +152,6 @@ Test(files, binary_write_then_read_back)
 	free(got);
 }
 
-/* Files in c.dir whose name starts with prefix. */
-static int count_prefixed(const char *prefix)
-{
-	char cmd[160];
-	FILE *f;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -c '^%s'", c.dir, prefix);
-	f = popen(cmd, "r");
-	if (f && fscanf(f, "%d", &n) != 1)
-		n = -1;
-	if (f)
-		pclose(f);
-	return n;
-}
-
 Test(files, a_replacing_write_is_whole_or_nothing)
 {
 	uint8_t *got;
@@ -180,7 +165,7 @@ Test(files, a_replacing_write_is_whole_or_nothing)
 	cr_assert(got_len == 9 && memcmp(got, "brand new", 9) == 0);
 	free(got);
 	cr_assert_eq(stat_path(4, at("doc")).mode, 0600);
-	cr_assert_eq(count_prefixed(".doc.mayfly-"), 0, "a committed write left its temporary file");
+	cr_assert_eq(dir_count(c.dir, ".doc.mayfly-"), 0, "a committed write left its temporary file");
 	/* Under way: the old file is whole beside the temporary one. */
 	send_path_u32s(PROTO_FILE_WRITE, 5, at("doc"), 0644, PROTO_WRITE_REPLACE, true);
 	client_expect(&c, PROTO_OK, 5);
@@ -188,14 +173,14 @@ Test(files, a_replacing_write_is_whole_or_nothing)
 	got = read_file(6, at("doc"), &got_len);
 	cr_assert(got_len == 9 && memcmp(got, "brand new", 9) == 0);
 	free(got);
-	cr_assert_eq(count_prefixed(".doc.mayfly-"), 1);
+	cr_assert_eq(dir_count(c.dir, ".doc.mayfly-"), 1);
 	/* The host goes before FILE_END: the old file stays, nothing is left. */
 	close(c.fd);
 	c.fd = -1;
-	for (int i = 0; i < 500 && count_prefixed(".doc.mayfly-") != 0; i++)
+	for (int i = 0; i < 500 && dir_count(c.dir, ".doc.mayfly-") != 0; i++)
 		usleep(10000);
-	cr_assert_eq(count_prefixed(".doc.mayfly-"), 0, "an abandoned write left its temporary file");
-	cr_assert_eq(count_prefixed("doc"), 1);
+	cr_assert_eq(dir_count(c.dir, ".doc.mayfly-"), 0, "an abandoned write left its temporary file");
+	cr_assert_eq(dir_count(c.dir, "doc"), 1);
 }
 
 Test(files, write_errors)

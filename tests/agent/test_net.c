@@ -156,6 +156,34 @@ Test(net, a_host_that_takes_no_connection_gets_the_client_a_503)
 	close(cl);
 }
 
+/* The same refusal in SOCKS5's terms: the greeting answered (no
+ * authentication), the request refused with "general failure" (REP 1).
+ * The request follows the greeting at once (as the host's proxy allows):
+ * no answer to wait for before it, so no timing in the test. */
+Test(net, a_host_that_takes_no_connection_gets_a_socks5_client_a_general_failure)
+{
+	static const uint8_t hello_req[] = { 5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80 };
+	uint8_t buf[16];
+	size_t got = 0;
+	ssize_t n;
+	int cl;
+
+	close(host);
+	host = -1;
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	cl = dial();
+	cr_assert_geq(cl, 0);
+	cr_assert_eq(send(cl, hello_req, sizeof(hello_req), 0), (ssize_t)sizeof(hello_req));
+	while (got < sizeof(buf) && (n = recv_wait(cl, (char *)buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	cr_assert_eq(got, 12, "%zu bytes: %02x %02x", got, buf[0], buf[1]);
+	cr_assert(buf[0] == 5 && buf[1] == 0, "greeting answer %02x %02x", buf[0], buf[1]);
+	cr_assert(buf[2] == 5 && buf[3] == 1 && buf[4] == 0 && buf[5] == 1,
+		  "reply %02x %02x %02x %02x", buf[2], buf[3], buf[4], buf[5]);
+	close(cl);
+}
+
 Test(net, quiesce_stops_the_proxy)
 {
 	struct timespec ms5 = { 0, 5000000 };

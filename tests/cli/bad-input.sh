@@ -39,7 +39,7 @@ expect() {
 	fi
 }
 
-echo "1..66"
+echo "1..67"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -106,6 +106,37 @@ expect "pause of no VM" 3 "no control socket '$tmp/no.sock.ctl'" -- "$mayfly" pa
 expect "fork through a FIFO as the control socket" 3 "is not a mayfly control socket" -- "$mayfly" fork --vsock "$tmp/fifo-vm" --out "$tmp/o"
 [ -e "$tmp/o" ] && { echo "# a refused pause left $tmp/o behind"; failed=$((failed + 1)); }
 ls -d "$tmp"/o.tmp-* > /dev/null 2>&1 && { echo "# a refused pause left a temporary directory"; failed=$((failed + 1)); }
+# An interrupted pause: a control socket that takes the request and never
+# answers; SIGTERM ends the wait with 128 + 15, as run does, and nothing is kept.
+python3 - "$tmp/mute-vm.ctl" "$tmp/mute-took" <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen(1)
+c, _ = s.accept()
+c.recvmsg(4096, socket.CMSG_SPACE(16))
+open(sys.argv[2], "w").close()
+c.recv(1)
+EOF
+mute=$!
+n=$((n + 1))
+for _ in $(seq 100); do [ -S "$tmp/mute-vm.ctl" ] && break; sleep 0.1; done
+timeout 20 "$mayfly" pause --vsock "$tmp/mute-vm" --out "$tmp/mo" > /dev/null 2> "$tmp/err" &
+pause=$!
+for _ in $(seq 100); do [ -e "$tmp/mute-took" ] && break; sleep 0.1; done
+kill -TERM "$pause"
+wait "$pause"
+code=$?
+kill "$mute" 2> /dev/null
+wait "$mute" 2> /dev/null
+if [ "$code" -ne 143 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ] || ! grep -q "interrupted" "$tmp/err" ||
+   [ -e "$tmp/mo" ] || ls -d "$tmp"/mo.tmp-* > /dev/null 2>&1; then
+	echo "not ok $n - pause interrupted by SIGTERM # exit $code (want 143)"
+	sed 's/^/# /' "$tmp/err" | head -5
+	failed=$((failed + 1))
+else
+	echo "ok $n - pause interrupted by SIGTERM: $(cat "$tmp/err")"
+fi
 printf 'alice 0123456789abcdef0123\n' > "$tmp/tokens"
 chmod 600 "$tmp/tokens"
 expect "serve --listen without --tokens" 2 "needs --tokens" -- "$mayfly" serve --listen 127.0.0.1:8080

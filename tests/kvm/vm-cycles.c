@@ -33,7 +33,6 @@
  * process at the same time, as they would share the log writer, so "at
  * once" means alive together, each run in turn.)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -57,6 +56,7 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 #include "clock.h"
+#include "dir_count.h"
 #include "config.h"
 #include "log.h"
 #include "vm.h"
@@ -77,21 +77,6 @@ static char maps_before[MAPS_MAX][128];
 static long nr_maps_before;
 
 static struct vm_config cfg;
-
-static long count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	long n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - (strcmp(path, "/proc/self/fd") ? 0 : 1);   /* opendir's own */
-}
 
 /* Heap bytes allocated and not freed: what a leak grows, whatever the
  * allocator keeps mapped. */
@@ -144,7 +129,8 @@ static void show_new_maps(void)
 
 static struct counts count(void)
 {
-	struct counts c = { count_dir("/proc/self/fd"), count_dir("/proc/self/task"), 0, 0,
+	/* open_fds counts the descriptor that reads /proc/self/fd too. */
+	struct counts c = { open_fds() - 1, dir_count("/proc/self/task", ""), 0, 0,
 			    heap_in_use() };
 	unsigned long size, resident;
 	FILE *f = fopen("/proc/self/maps", "r");

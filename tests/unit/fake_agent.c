@@ -97,6 +97,23 @@ bool fake_send_bytes(struct fake_agent *a, uint8_t type, uint32_t id, const void
 	return fake_send(a, type, id, fill_raw, &r);
 }
 
+static void count_stdin(struct fake_agent *a, const struct proto_frame *f)
+{
+	struct proto_reader r;
+	const uint8_t *data;
+	uint32_t len;
+
+	proto_reader_init(&r, f);
+	if (!proto_get_bytes(&r, &data, &len))
+		return;
+	if (!len) {
+		atomic_store(&a->stdin_ended, true);
+		return;
+	}
+	atomic_fetch_add(&a->stdin_frames, 1);
+	atomic_fetch_add(&a->stdin_bytes, len);
+}
+
 bool fake_read_frames(struct fake_agent *a, int timeout_ms)
 {
 	static _Thread_local uint8_t buf[1 << 20];
@@ -119,6 +136,8 @@ bool fake_read_frames(struct fake_agent *a, int timeout_ms)
 			atomic_store(&a->last_signal, (uint32_t)f.payload[0] | (uint32_t)f.payload[1] << 8);
 			atomic_fetch_add(&a->signals, 1);
 		}
+		if (f.type == PROTO_STDIN)
+			count_stdin(a, &f);
 		memmove(buf, buf + r, len - (size_t)r);
 		len -= (size_t)r;
 	}

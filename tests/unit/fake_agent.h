@@ -19,6 +19,9 @@ struct fake_agent {
 	_Atomic bool stop;            /* the test is done: scripts end their loops */
 	_Atomic int signals;          /* SIGNAL frames seen by fake_read_frames */
 	_Atomic uint32_t last_signal;
+	_Atomic int stdin_frames;     /* STDIN frames with data seen by fake_read_frames */
+	_Atomic uint64_t stdin_bytes; /* and their bytes */
+	_Atomic bool stdin_ended;     /* an empty STDIN frame (the end of stdin) seen */
 };
 
 /* A connected pair; the client's cancel_fd is -1. */
@@ -34,7 +37,7 @@ bool fake_send(struct fake_agent *a, uint8_t type, uint32_t id,
 	       void (*fill)(struct proto_writer *, void *), void *opaque);
 /* The same, from raw payload bytes. */
 bool fake_send_bytes(struct fake_agent *a, uint8_t type, uint32_t id, const void *p, uint32_t n);
-/* Read whatever frames the host sent, counting SIGNALs; waits up to
+/* Read whatever frames the host sent, counting SIGNALs and STDINs; waits up to
  * timeout_ms for the first byte. false on EOF. */
 bool fake_read_frames(struct fake_agent *a, int timeout_ms);
 

@@ -8,36 +8,51 @@
 #include "clock.h"
 #include "exitcode.h"
 #include "observe.h"
-#include "vm.h"
+#include "console.h"
 
-static struct vm vm;
-static struct vm_config cfg;
+static struct console con;
+static struct serial serial;
+static char reason[160];      /* console_exit_code's */
 static struct redirect out = { .saved = -1 };
+
+/* The console's one way to end the VM (Ctrl-A x); not reached here. */
+static void stop(void *opaque, int code, const char *why)
+{
+	(void)opaque;
+	(void)code;
+	(void)why;
+}
+
+/* console_exit_code with the reason in `reason`. */
+static int exit_code(int code)
+{
+	return console_exit_code(&con, code, reason, sizeof(reason));
+}
 
 static void setup(void)
 {
 	log_init("t", LOG_WARN);
-	memset(&vm, 0, sizeof(vm));
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.console_out = CONSOLE_OUT_STDOUT;
-	vm.cfg = &cfg;
-	vm.console.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	cr_assert_geq(vm.console.wake_fd, 0);
+	memset(&serial, 0, sizeof(serial));
+	reason[0] = '\0';
+	con = (struct console){ .serial = &serial, .out = CONSOLE_OUT_STDOUT, .stop = stop };
+	con.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert_geq(con.wake_fd, 0);
 	/* The serial port's notify wakes the console thread, as in vm_build. */
-	serial_init(&vm.serial, NULL, console_notify, &vm);
+	serial_init(&serial, NULL, console_notify, &con);
 	redirect_to_pipe(&out, STDOUT_FILENO);
 }
 
 /* What vm_destroy does to the console's side of the VM. */
 static void teardown(void)
 {
-	if (vm.console.started)
-		console_stop(&vm);   /* a test that failed half-way */
+	if (con.started)
+		console_stop(&con);   /* a test that failed half-way */
 	redirect_restore(&out);
 	close(out.rd);
-	serial_destroy(&vm.serial);
-	close(vm.console.wake_fd);
-	memset(&vm, 0x5a, sizeof(vm));   /* a thread still using it would trip */
+	serial_destroy(&serial);
+	close(con.wake_fd);
+	memset(&con, 0x5a, sizeof(con));   /* a thread still using it would trip */
+	memset(&serial, 0x5a, sizeof(serial));
 }
 
 TestSuite(console, .init = setup, .fini = teardown);
@@ -48,7 +63,7 @@ static void guest_write(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		uint8_t b = (uint8_t)s[i];
 
-		serial_io(&vm.serial, 0, &b, 1, true);
+		serial_io(&serial, 0, &b, 1, true);
 	}
 }
 
@@ -63,9 +78,9 @@ static char *run_console(const char *s)
 	struct drain d;
 
 	drain_start(&d, out.rd, 1 << 20);
-	cr_assert_eq(console_start(&vm), 0);
+	cr_assert_eq(console_start(&con), 0);
 	guest_puts(s);
-	console_stop(&vm);
+	console_stop(&con);
 	redirect_restore(&out);
 	return drain_finish(&d);
 }
@@ -94,9 +109,9 @@ static void wait_for_room(size_t n)
 	size_t queued = SERIAL_OUT_MAX;
 
 	for (int i = 0; i < 10000; i++) {
-		pthread_mutex_lock(&vm.serial.lock);
-		queued = vm.serial.out_count;
-		pthread_mutex_unlock(&vm.serial.lock);
+		pthread_mutex_lock(&serial.lock);
+		queued = serial.out_count;
+		pthread_mutex_unlock(&serial.lock);
 		if (SERIAL_OUT_MAX - queued >= n)
 			return;
 		usleep(1000);
@@ -138,14 +153,14 @@ Test(console, stop_ends_the_thread_even_when_stdout_is_never_read, .timeout = 60
 	uint64_t start, ms;
 	char *err;
 
-	cr_assert_eq(console_start(&vm), 0);
+	cr_assert_eq(console_start(&con), 0);
 	threads = nr_threads();
 	guest_floods(more_than_stdout_holds());
 	wait_for_full_stdout();
 
 	capture_start(&cap);
 	start = clock_now_ns();
-	console_stop(&vm);
+	console_stop(&con);
 	ms = (clock_now_ns() - start) / 1000000;
 	err = capture_stop(&cap);
 	cr_assert_lt(ms, CONSOLE_STOP_GRACE_MS + 10000, "console_stop took %llu ms",
@@ -160,22 +175,22 @@ Test(console, init_status_line_is_the_exit_code_with_init_cmd)
 {
 	char *text;
 
-	CONFIG_SET(cfg.init_cmd, "echo hi; exit 7");
+	con.init_cmd = true;
 	text = run_console("hi\r\nmayfly: exit status 7\r\n[    1.5] reboot: Restarting system\r\n");
 	cr_assert(strstr(text, "mayfly: exit status 7\r\n"), "the line still reaches stdout");
 	free(text);
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 7);
-	cr_assert(strstr(vm.exit_reason, "exited with status 7"), "reason: %s", vm.exit_reason);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), 7);
+	cr_assert(strstr(reason, "exited with status 7"), "reason: %s", reason);
 	/* Only a reset by the guest: a crash or a signal keeps its own code. */
-	cr_assert_eq(console_exit_code(&vm, EXIT_TRIPLE_FAULT), EXIT_TRIPLE_FAULT);
-	cr_assert_eq(console_exit_code(&vm, 128 + 15), 128 + 15);
+	cr_assert_eq(exit_code(EXIT_TRIPLE_FAULT), EXIT_TRIPLE_FAULT);
+	cr_assert_eq(exit_code(128 + 15), 128 + 15);
 }
 
 Test(console, status_zero_is_a_clean_exit)
 {
-	CONFIG_SET(cfg.init_cmd, "true");
+	con.init_cmd = true;
 	free(run_console("mayfly: exit status 0\r\n"));
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 0);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), 0);
 }
 
 Test(console, status_line_ignored_without_init_cmd)
@@ -183,43 +198,43 @@ Test(console, status_line_ignored_without_init_cmd)
 	/* Without --init-cmd the guest's init is not ours to trust: a shell
 	 * session's status line says nothing about how mayfly ends. */
 	free(run_console("mayfly: exit status 7\r\n"));
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), EXIT_GUEST_RESET);
 }
 
 Test(console, no_status_line_is_a_plain_reset)
 {
-	CONFIG_SET(cfg.init_cmd, "exit 7");
+	con.init_cmd = true;
 	free(run_console("mayfly-init: init failed (status 1); rebooting\r\n"));
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), EXIT_GUEST_RESET);
 }
 
 Test(console, quit_from_the_console_is_not_the_command_status)
 {
-	CONFIG_SET(cfg.init_cmd, "exit 7");
+	con.init_cmd = true;
 	free(run_console("mayfly: exit status 7\r\n"));
-	vm.console.quit = true;   /* what Ctrl-A x on a raw tty sets */
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_RESET);
+	con.quit = true;   /* what Ctrl-A x on a raw tty sets */
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), EXIT_GUEST_RESET);
 }
 
 Test(console, panic_wins_over_the_status_line)
 {
-	CONFIG_SET(cfg.init_cmd, "exit 7");
+	con.init_cmd = true;
 	free(run_console("mayfly: exit status 7\r\nKernel panic - not syncing: Attempted to kill init!\r\n"));
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), EXIT_GUEST_PANIC);
-	cr_assert(strstr(vm.exit_reason, "panicked"), "reason: %s", vm.exit_reason);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), EXIT_GUEST_PANIC);
+	cr_assert(strstr(reason, "panicked"), "reason: %s", reason);
 }
 
 Test(console, output_dropped_at_stop_is_still_watched, .timeout = 60)
 {
 	struct capture cap;
 
-	CONFIG_SET(cfg.init_cmd, "exit 9");
-	cr_assert_eq(console_start(&vm), 0);
+	con.init_cmd = true;
+	cr_assert_eq(console_start(&con), 0);
 	guest_floods(more_than_stdout_holds());
 	wait_for_full_stdout();
 	guest_puts("mayfly: exit status 9\r\n");
 	capture_start(&cap);
-	console_stop(&vm);
+	console_stop(&con);
 	free(capture_stop(&cap));
-	cr_assert_eq(console_exit_code(&vm, EXIT_GUEST_RESET), 9);
+	cr_assert_eq(exit_code(EXIT_GUEST_RESET), 9);
 }

@@ -1,6 +1,5 @@
 /* test_control.c - the control socket of mayfly pause and fork (vmm/control/): the message codec, descriptors passed and refused, and a server refusing bad requests before it touches the VM. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,18 +13,7 @@
 
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
+#include "dir_count.h"
 
 static void encode_req(uint32_t op, const char *dir, uint8_t *buf)
 {
@@ -153,15 +141,15 @@ Test(ctl_msg, descriptors_pass_and_extra_ones_are_closed)
 		close(got[i]);
 	}
 	/* More than the receiver takes: every one closed, the message refused. */
-	before = count_fds();
+	before = open_fds();
 	cr_assert_eq(ctl_send(sv[0], msg, sizeof(msg), fds, CTL_NFDS), 0);
 	cr_assert_eq(ctl_recv(sv[1], in, sizeof(in), got, 1, &nfds, 1000, -1), -EBADMSG);
 	cr_assert_eq(nfds, 0);
-	cr_assert_eq(count_fds(), before, "no descriptor of a refused message stays open");
+	cr_assert_eq(open_fds(), before, "no descriptor of a refused message stays open");
 	/* A message longer than the buffer. */
 	cr_assert_eq(ctl_send(sv[0], msg, sizeof(msg), fds, 1), 0);
 	cr_assert_eq(ctl_recv(sv[1], in, 4, got, CTL_NFDS, &nfds, 1000, -1), -EMSGSIZE);
-	cr_assert_eq(count_fds(), before);
+	cr_assert_eq(open_fds(), before);
 	/* Silence times out; a cancel ends the wait; the peer's end is 0. */
 	cr_assert_eq(ctl_recv(sv[1], in, sizeof(in), got, CTL_NFDS, &nfds, 20, -1), -ETIMEDOUT);
 	{

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "disk/disk.h"
+#include "dir_count.h"
 #include "disk_image.h"
 
 /* 2049 blocks of 4 KiB, the last one 512 bytes: a bitmap of 33 words
@@ -123,18 +124,6 @@ static bool bit(const uint8_t *payload, unsigned b)
 	return payload[HDR + b / 8] & (1u << (b % 8));
 }
 
-static unsigned open_fds(void)
-{
-	DIR *dp = opendir("/proc/self/fd");
-	unsigned n = 0;
-
-	cr_assert_not_null(dp);
-	while (readdir(dp))
-		n++;
-	closedir(dp);
-	return n;
-}
-
 Test(disk_snapshot, overlay_is_sparse_and_restores_privately)
 {
 	struct disk d, r, r2;
@@ -234,7 +223,7 @@ static void expect_refused(const char *b, const char *ov, const void *p, size_t 
 {
 	struct disk r;
 	const char *why = "";
-	unsigned fds = open_fds();
+	int fds = open_fds();
 	int got = disk_open_cow_restored(&r, b, ov, p, len, &why);
 
 	cr_assert_eq(got, rc, "%s: rc %d, expected %d (%s)", what, got, rc, why);

@@ -16,6 +16,7 @@
 #include "serve/live.h"
 #include "serve/service.h"
 #include "fs_tree.h"
+#include "dir_count.h"
 
 static char root[] = "/tmp/serve-svc-XXXXXX";
 static char state[64], home[64];
@@ -79,21 +80,6 @@ static void setup(void)
 	start(0);
 }
 
-static int entries(const char *dir)
-{
-	char cmd[128];
-	FILE *f;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
-	f = popen(cmd, "r");
-	if (f && fscanf(f, "%d", &n) != 1)
-		n = -1;
-	if (f)
-		pclose(f);
-	return n;
-}
-
 static void teardown(void)
 {
 	char sb[96];
@@ -104,7 +90,7 @@ static void teardown(void)
 	service_destroy(svc);
 	free(svc);
 	snprintf(sb, sizeof(sb), "%s/sb", state);
-	cr_assert_eq(entries(sb), 0, "the drain left sandboxes on disk");
+	cr_assert_eq(dir_count(sb, ""), 0, "the drain left sandboxes on disk");
 	fs_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
 	unsetenv("FAKE_VMM_FAIL_NTH");
@@ -269,7 +255,7 @@ Test(serve_service, a_vm_that_does_not_start_is_500_with_its_line_and_leaves_not
 	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 500);
 	cr_assert(strstr(err, "a fake failure"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
-	cr_assert_eq(entries(dir), 0);
+	cr_assert_eq(dir_count(dir, ""), 0);
 }
 
 Test(serve_service, a_cpus_or_mem_other_than_the_templates_is_400_before_any_vm_starts)
@@ -284,7 +270,7 @@ Test(serve_service, a_cpus_or_mem_other_than_the_templates_is_400_before_any_vm_
 	req = (struct api_create){ .mem_mib = 512 };
 	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
 	cr_assert(strstr(err, "mem 512 differs from template 'default''s 256 MiB"), "%s", err);
-	cr_assert_eq(entries(dir), 0, "a VM was started for a refused create");
+	cr_assert_eq(dir_count(dir, ""), 0, "a VM was started for a refused create");
 	/* The template's own shape is no mistake. */
 	req = (struct api_create){ .cpus = 1, .mem_mib = 256 };
 	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 201, "%s", err);
@@ -312,7 +298,7 @@ Test(serve_service, a_create_names_its_template_by_name_or_id_and_an_unknown_one
 	cr_assert_eq(service_create(svc, &req, &sb, err, sizeof(err)), 400);
 	cr_assert(strstr(err, "no template 'nope' (this service has: default py)"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
-	cr_assert_eq(entries(dir), 0);
+	cr_assert_eq(dir_count(dir, ""), 0);
 }
 
 static int fork_of(struct sandbox *parent, unsigned count, json_t **kids, char *err, size_t len)
@@ -357,9 +343,9 @@ Test(serve_service, a_fork_gives_n_children_and_a_failing_child_leaves_nothing)
 	cr_assert_null(kids);
 	cr_assert(strstr(err, "child") && strstr(err, "a fake failure"), "%s", err);
 	snprintf(dir, sizeof(dir), "%s/sb", state);
-	cr_assert_eq(entries(dir), 1, "only the parent's sandbox stays on disk");
+	cr_assert_eq(dir_count(dir, ""), 1, "only the parent's sandbox stays on disk");
 	snprintf(dir, sizeof(dir), "%s/forks", state);
-	cr_assert_eq(entries(dir), 0, "the fork's snapshot is left");
+	cr_assert_eq(dir_count(dir, ""), 0, "the fork's snapshot is left");
 	list = service_list(svc);
 	cr_assert_eq(json_array_size(list), 1, "only the parent is listed");
 	json_decref(list);

@@ -501,3 +501,61 @@ Test(session, json_exit_event_says_truncated_and_error_messages_are_json)
 	free(all);
 	fclose(f);
 }
+
+/* Reads the host's frames until it has passed on (uintptr_t)arg bytes of
+ * stdin and, with arg 0, its end (10 s at most), then exits 0. */
+static void take_stdin(struct fake_agent *fa)
+{
+	uint64_t want = (uintptr_t)fa->arg, until = clock_now_ns() + 10000 * MS;
+	uint32_t pid = 7, e[3] = { PROTO_EXIT_CODE, 0, 0 };
+
+	while (!atomic_load(&fa->stop) && clock_now_ns() < until &&
+	       (want ? atomic_load(&fa->stdin_bytes) < want : !atomic_load(&fa->stdin_ended)))
+		if (!fake_read_frames(fa, 100))
+			return;
+	if (fake_send(fa, PROTO_EXEC_STARTED, 1, fill_u32, &pid))
+		fake_send(fa, PROTO_EXIT, 1, fill_exit, e);
+}
+
+/* A stdin that hands out a few bytes per read (here a seqpacket socket:
+ * one record a read; a terminal's lines, a writer's small pieces) still
+ * goes to the agent in frames as full as what is there allows. */
+Test(session, small_pieces_of_stdin_share_a_frame)
+{
+	struct exec_spec spec = spec_for(true_argv);
+	struct exec_result res;
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(write(sv[1], "abc", 3), 3);
+	shutdown(sv[1], SHUT_WR);
+	spec.stdin_fd = sv[0];
+	fake_start(&a, take_stdin, (void *)(uintptr_t)0);
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, 0, "%d: %s", res.exit_code, res.error);
+	cr_assert_eq(atomic_load(&a.stdin_bytes), 150);
+	cr_assert_eq(atomic_load(&a.stdin_frames), 1, "50 pieces went in %d frames",
+		     atomic_load(&a.stdin_frames));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* Coalescing never waits: what stdin has goes now, its writer still open. */
+Test(session, stdin_is_passed_on_without_waiting_for_more)
+{
+	struct exec_spec spec = spec_for(true_argv);
+	struct exec_result res;
+	int in[2];
+
+	cr_assert_eq(pipe(in), 0);
+	cr_assert_eq(write(in[1], "abc", 3), 3);
+	spec.stdin_fd = in[0];
+	fake_start(&a, take_stdin, (void *)(uintptr_t)3);
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, 0, "%d: %s", res.exit_code, res.error);
+	cr_assert_eq(atomic_load(&a.stdin_bytes), 3);
+	cr_assert_not(atomic_load(&a.stdin_ended));
+	close(in[0]);
+	close(in[1]);
+}

@@ -1,7 +1,7 @@
 /* test_vsock_local.c - virtio-vsock host connections without the file system (virtio_vsock_connect_local), and a device with no socket file. */
+#include "dir_count.h"
 #include "vsock_guest.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 
@@ -17,19 +17,6 @@ static int local_open(struct virtio_vsock *v)
 }
 
 /* Entries in a directory, . and .. aside. */
-static int dir_entries(const char *path)
-{
-	DIR *dp = opendir(path);
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(dp, "opendir %s: %s", path, strerror(errno));
-	while ((e = readdir(dp)))
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(dp);
-	return n;
-}
-
 /* A local connection is a hybrid-vsock client like any other: CONNECT and
  * OK, data both ways, and the guest hears RST when the caller closes. */
 static void local_end_to_end(void)
@@ -176,7 +163,7 @@ Test(vsock_local, no_fd_left_after_destroy)
 	struct event_loop l2;
 	struct virtio_vsock *w = calloc(1, sizeof(*w));
 	const char *why = "";
-	int before = dir_entries("/proc/self/fd"), fds[5];
+	int before = open_fds(), fds[5];
 	char b;
 
 	cr_assert_not_null(w);
@@ -197,16 +184,16 @@ Test(vsock_local, no_fd_left_after_destroy)
 		cr_assert_eq(recv(fds[i], &b, 1, MSG_DONTWAIT), 0, "connection %d still open", i);
 		close(fds[i]);
 	}
-	cr_assert_eq(dir_entries("/proc/self/fd"), before, "fds left behind");
+	cr_assert_eq(open_fds(), before, "fds left behind");
 }
 
 /* ---- no socket file ---- */
 
 Test(vsock_nopath, local_end_to_end_and_no_file)
 {
-	cr_assert_eq(dir_entries(dir), 0, "a file in %s without a path", dir);
+	cr_assert_eq(dir_count(dir, ""), 0, "a file in %s without a path", dir);
 	local_end_to_end();
-	cr_assert_eq(dir_entries(dir), 0);
+	cr_assert_eq(dir_count(dir, ""), 0);
 	virtio_vsock_log_stats(vs);
 }
 

@@ -71,7 +71,7 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 	const struct vm_agent *va = &ctx->va;
 	struct event_timings t = {
 		.vmm_setup = ms_since(va->start_ns, va->built_ns),
-		.first_run = ms_since(va->start_ns, atomic_load(&va->vm.first_run_ns)),
+		.first_run = ms_since(va->start_ns, vm_first_run_ns(&va->vm)),
 		.guest_init = ctx->restoring ? -1 : (double)vm_guest_init_us(&va->vm) / 1000,
 		.agent_ready = ms_since(va->start_ns, va->ready_ns),
 		.command_start = ms_since(va->start_ns, ctx->res.started_ns),

@@ -84,22 +84,58 @@ static int send_u32(struct session *s, uint8_t type, uint32_t v)
 	return len < 0 ? len : agent_client_send(s->c, (size_t)len, s->spec->deadline_ns);
 }
 
-/* Forward one read of stdin; EOF (or an error) becomes an empty STDIN frame. */
+/* What stdin has now, up to cap bytes: the first read (poll said it is
+ * ready), then more while a read would not block, so that a writer's
+ * small pieces share one frame and nothing waits for more to come. *eof:
+ * stdin ended (or failed) after the bytes returned. */
+static size_t read_available(int fd, uint8_t *buf, size_t cap, bool *eof)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	*eof = false;
+	while (got < cap) {
+		ssize_t n;
+
+		if (got && poll(&p, 1, 0) <= 0)
+			break;
+		n = read(fd, buf + got, cap - got);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			break;
+		if (n <= 0) {
+			*eof = true;
+			break;
+		}
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static int send_stdin(struct session *s, const uint8_t *data, uint32_t len)
+{
+	struct proto_writer w;
+	int n;
+
+	proto_begin(&w, s->c->wbuf, sizeof(s->c->wbuf), PROTO_STDIN, s->id);
+	proto_put_bytes(&w, data, len);
+	n = proto_end(&w);
+	return n < 0 ? n : agent_client_send(s->c, (size_t)n, s->spec->deadline_ns);
+}
+
+/* Forward what stdin has in one frame; its end (or an error) becomes an
+ * empty STDIN frame. */
 static int forward_stdin(struct session *s)
 {
 	uint8_t buf[PROTO_CHUNK];
-	struct proto_writer w;
-	ssize_t n = read(s->in_fd, buf, sizeof(buf));
-	int len;
+	bool eof;
+	size_t n = read_available(s->in_fd, buf, sizeof(buf), &eof);
+	int rc = n ? send_stdin(s, buf, (uint32_t)n) : 0;
 
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (n <= 0)
+	if (!rc && eof) {
 		s->in_fd = -1;
-	proto_begin(&w, s->c->wbuf, sizeof(s->c->wbuf), PROTO_STDIN, s->id);
-	proto_put_bytes(&w, buf, n > 0 ? (uint32_t)n : 0);
-	len = proto_end(&w);
-	return len < 0 ? len : agent_client_send(s->c, (size_t)len, s->spec->deadline_ns);
+		rc = send_stdin(s, buf, 0);
+	}
+	return rc;
 }
 
 /* Each byte of the signal pipe is a signal for the command's process

@@ -3,6 +3,7 @@
 #include "control/ctl_msg.h"
 #include "clock.h"
 #include "log.h"
+#include "thread.h"
 #include "vm_snapshot.h"
 
 #include <dirent.h>
@@ -127,6 +128,16 @@ static void remove_tmp(struct job *j)
 	j->tmp_made = false;
 }
 
+/* The exit code of a wait a signal ended: 128 + its number, as mayfly run's. */
+static int interrupted_code(int sig_fd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sig_fd, &si, sizeof(si)) != sizeof(si))
+		return CTL_EXIT_INTERNAL;
+	return 128 + (int)si.ssi_signo;
+}
+
 /* Wait for a reply; a signal (SIGINT, SIGTERM, SIGHUP) gives up. */
 static int wait_reply(struct job *j, struct ctl_reply *r)
 {
@@ -137,7 +148,7 @@ static int wait_reply(struct job *j, struct ctl_reply *r)
 
 	if (n == -ECANCELED) {
 		log_say("interrupted: nothing saved (the VM goes on)");
-		return 128 + SIGINT;
+		return interrupted_code(j->sig_fd);
 	}
 	if (n == -ETIMEDOUT) {
 		log_say("no answer from '%s' in %d s", j->ctl, REPLY_WAIT_MS / 1000);
@@ -272,10 +283,7 @@ int cmd_ctl(struct cli *c, int argc, char **argv, bool fork)
 		return rc == -EEXIST ? CTL_EXIT_EXISTS : CTL_EXIT_INTERNAL;
 	}
 	/* A signal removes what we made instead of leaving it behind. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	thread_stop_signals(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	j.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -334,7 +334,7 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 		log_warn("control socket: the pause was not committed: the VM goes on");
 		return false;
 	}
-	log_say("paused into '%s'", req->dir);
+	/* The reason is the VM's one closing line ("vm stopped: ..."). */
 	vm_stop(s->vm, 0, "paused into '%s'", req->dir);
 	return true;
 }
