@@ -169,8 +169,9 @@ static const char *const intros[CLI_NR_CMDS] = {
 		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n"),
 	[CLI_MCP] = ("usage: mayfly mcp [options]\n\n"
 		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
-		"line, MCP 2025-06-18): one VM (restored from the default snapshot) for the\n"
-		"session, tools run_command, read_file, write_file and list_files in it.\n"),
+		"line; MCP 2026-07-28, or 2025-11-25 and before after initialize): one VM (from\n"
+		"the default snapshot) for the session, tools run_command, read_file,\n"
+		"write_file and list_files in it.\n"),
 	[CLI_SERVE] = ("usage: mayfly serve [options]\n\n"
 		"An HTTP/1.1 JSON API (docs/openapi.yaml) for many sandboxes at once, each a\n"
 		"jailed VM restored from the default snapshot (or --snapshot DIR), kept across\n"

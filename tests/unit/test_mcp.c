@@ -1,5 +1,6 @@
-/* test_mcp.c - the MCP server end to end against the real guest agent on the host (mayfly-agent --fd): lifecycle, tools, approval, audit, cancellation and malformed input. */
+/* test_mcp.c - the MCP server end to end against the real guest agent on the host (mayfly-agent --fd): both eras (2025 initialize, 2026-07-28 per-request _meta), tools, approval, audit, cancellation and malformed input. */
 #include "agent/mcp.h"
+#include "agent/mcp_modern.h"
 #include "audit.h"
 #include "protocol.h"
 
@@ -191,21 +192,51 @@ static void init(void)
 	say("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 }
 
-/* tools/call NAME ARGS (JSON text) as request id; its CallToolResult. */
-static json_t *call(int id, const char *name, const char *args)
+#define META26 "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+	"\"io.modelcontextprotocol/clientInfo\":{\"name\":\"modern\",\"version\":\"2\"}," \
+	"\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+/* The fields every 2026-07-28 result carries; cacheable: ttlMs, cacheScope too. */
+static void modern_result(json_t *r, bool cacheable)
+{
+	json_t *info = json_object_get(json_object_get(r, "_meta"), "io.modelcontextprotocol/serverInfo");
+
+	cr_assert_str_eq(json_string_value(json_object_get(r, "resultType")), "complete", "%s",
+			 json_dumps(r, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(info, "name")), "mayfly");
+	cr_assert(json_is_string(json_object_get(info, "version")));
+	cr_assert_eq(json_is_integer(json_object_get(r, "ttlMs")), cacheable);
+	if (cacheable) {
+		cr_assert_geq(json_integer_value(json_object_get(r, "ttlMs")), 0);
+		cr_assert_str_eq(json_string_value(json_object_get(r, "cacheScope")), "public");
+	}
+}
+
+/* tools/call NAME ARGS (JSON text) as request id, in 2025 (meta NULL) or
+ * with meta ("," META26); its CallToolResult. */
+static json_t *call_in(int id, const char *name, const char *args, const char *meta)
 {
 	char line[4096];
 	json_t *m, *r;
 
 	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-		 "\"params\":{\"name\":\"%s\",\"arguments\":%s}}", id, name, args);
+		 "\"params\":{\"name\":\"%s\",\"arguments\":%s%s}}", id, name, args, meta ? meta : "");
 	say(line);
 	m = hear();
 	r = json_incref(result_of(m, id));
 	json_decref(m);
 	cr_assert(json_is_array(json_object_get(r, "content")));
 	cr_assert(json_is_boolean(json_object_get(r, "isError")));
+	if (meta)
+		modern_result(r, false);
+	else
+		cr_assert_null(json_object_get(r, "resultType"), "a 2025 result has no resultType");
 	return r;
+}
+
+static json_t *call(int id, const char *name, const char *args)
+{
+	return call_in(id, name, args, NULL);
 }
 
 static json_t *sc(json_t *r)
@@ -253,6 +284,26 @@ Test(mcp, an_unknown_version_is_answered_with_ours_and_a_known_one_echoed)
 	cr_assert_str_eq(json_string_value(json_object_get(result_of(m, 2), "protocolVersion")),
 			 "2025-03-26");
 	json_decref(m);
+	stop();
+}
+
+/* SEP-1303: from 2025-11-25 on, a tool's bad arguments are a tool error the
+ * model can read and fix (2025-06-18 keeps the protocol error it had:
+ * malformed_input_gets_json_rpc_errors..., as an unknown tool does). */
+Test(mcp, bad_arguments_are_a_tool_error_from_2025_11_25_on)
+{
+	json_t *m, *r;
+
+	start(NULL, 0);
+	say("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+	    "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+	m = hear();
+	cr_assert_str_eq(json_string_value(json_object_get(result_of(m, 1), "protocolVersion")),
+			 "2025-11-25");
+	json_decref(m);
+	r = call(2, "run_command", "{\"command\":7}");
+	cr_assert(json_is_true(json_object_get(r, "isError")), "%s", json_dumps(r, 0));
+	json_decref(r);
 	stop();
 }
 
@@ -406,11 +457,15 @@ Test(mcp, a_cancelled_command_is_killed_and_gets_no_answer)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	say("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"run_command\","
 	    "\"arguments\":{\"command\":\"sleep 60\"}}}");
-	/* ping is answered while the command runs. */
+	/* ping and server/discover are answered while the command runs. */
 	usleep(200000);
 	say("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
 	m = hear();
 	cr_assert(json_is_object(result_of(m, 8)));
+	json_decref(m);
+	say("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"server/discover\",\"params\":{" META26 "}}");
+	m = hear();
+	modern_result(result_of(m, 10), true);
 	json_decref(m);
 	say("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7,"
 	    "\"reason\":\"user\"}}");
@@ -519,4 +574,151 @@ Test(mcp, a_command_too_big_for_the_agent_is_invalid_params_and_the_session_goes
 	cr_assert_str_eq(json_string_value(json_object_get(sc(r), "stdout")), "still here\n");
 	json_decref(r);
 	stop();
+}
+
+/* ---- MCP 2026-07-28: no initialize, the version in each request's _meta ---- */
+
+Test(mcp, modern_discover_list_and_call_need_no_initialize)
+{
+	char line[1024], log[128];
+	json_t *m, *r, *v;
+	FILE *f;
+	int callers = 0;
+
+	start(NULL, 0);
+	say("{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\",\"params\":{" META26 "}}");
+	m = hear();
+	cr_assert_str_eq(json_string_value(json_object_get(m, "id")), "d");
+	r = json_object_get(m, "result");
+	modern_result(r, true);
+	v = json_object_get(r, "supportedVersions");
+	cr_assert_eq(json_array_size(v), 1);
+	cr_assert_str_eq(json_string_value(json_array_get(v, 0)), MCP_MODERN_VERSION);
+	cr_assert(json_is_object(json_object_get(json_object_get(r, "capabilities"), "tools")));
+	cr_assert(json_is_string(json_object_get(r, "instructions")));
+	json_decref(m);
+	say("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" META26 "}}");
+	m = hear();
+	r = result_of(m, 2);
+	modern_result(r, true);
+	cr_assert_eq(json_array_size(json_object_get(r, "tools")), 4);
+	json_decref(m);
+	r = call_in(3, "run_command", "{\"command\":\"echo modern\"}", "," META26);
+	cr_assert_str_eq(json_string_value(json_object_get(sc(r), "stdout")), "modern\n");
+	json_decref(r);
+	/* The audit names the caller from this request's clientInfo. */
+	snprintf(log, sizeof(log), "%s/audit.log", t.dir);
+	f = fopen(log, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		callers += strstr(line, "\"caller\":\"mcp:modern\"") != NULL;
+	fclose(f);
+	cr_assert_eq(callers, 1);
+	stop();
+	cr_assert_eq(t.rc, 0);
+}
+
+/* The error answering line (request id 1). */
+static int modern_error(const char *line, json_t **data)
+{
+	json_t *m;
+	int code;
+
+	say(line);
+	m = hear();
+	cr_assert_eq(json_integer_value(json_object_get(m, "id")), 1, "%s", json_dumps(m, 0));
+	code = error_code(m);
+	*data = json_incref(json_object_get(json_object_get(m, "error"), "data"));
+	json_decref(m);
+	return code;
+}
+
+Test(mcp, modern_unknown_version_and_malformed_meta_are_the_specified_errors)
+{
+	json_t *data, *r;
+
+	start(NULL, 0);
+	/* An unknown version, and a 2025 one (spoken after initialize, not per request). */
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"1900-01-01\","
+				  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &data),
+		     MCP_UNSUPPORTED_VERSION);
+	cr_assert_eq(json_array_size(json_object_get(data, "supported")), 1);
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
+			 MCP_MODERN_VERSION);
+	cr_assert_str_eq(json_string_value(json_object_get(data, "requested")), "1900-01-01");
+	json_decref(data);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2025-06-18\","
+				  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &data),
+		     MCP_UNSUPPORTED_VERSION);
+	cr_assert_str_eq(json_string_value(json_object_get(data, "requested")), "2025-06-18");
+	json_decref(data);
+	/* Required fields missing or of the wrong type: invalid params. */
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+				  &data), MCP_INVALID_PARAMS);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":20260728,"
+				  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &data),
+		     MCP_INVALID_PARAMS);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+				  "\"io.modelcontextprotocol/clientCapabilities\":{},"
+				  "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"x\"}}}}", &data),
+		     MCP_INVALID_PARAMS);
+	cr_assert_null(data);
+	/* Bad arguments are a tool error the model sees; an unknown tool is not. */
+	r = call_in(2, "run_command", "{\"command\":42}", "," META26);
+	cr_assert(json_is_true(json_object_get(r, "isError")));
+	cr_assert_not_null(strstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(r, "content"), 0), "text")), "command"));
+	json_decref(r);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+				  "\"name\":\"nope\"," META26 "}}", &data), MCP_INVALID_PARAMS);
+	/* initialize is not a 2026-07-28 method. */
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+				  META26 "}}", &data), MCP_METHOD_NOT_FOUND);
+	/* Without the claim a request is a 2025 one: refused before initialize
+	 * (what a 2025 server answers, so a client's probe falls back). */
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}", &data),
+		     MCP_METHOD_NOT_FOUND);
+	cr_assert_eq(modern_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":"
+				  "{\"_meta\":{\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &data),
+		     MCP_INVALID_REQUEST);
+	stop();
+	cr_assert_eq(t.rc, 0);
+}
+
+Test(mcp, both_eras_share_one_sandbox_after_initialize)
+{
+	json_t *m, *r;
+
+	start(NULL, 0);
+	init();
+	json_decref(call(2, "write_file", "{\"path\":\"/tmp/mayfly-mcp-era.txt\",\"content\":\"both\"}"));
+	/* A 2026 request after initialize is served statelessly, same sandbox. */
+	r = call_in(3, "read_file", "{\"path\":\"/tmp/mayfly-mcp-era.txt\"}", "," META26);
+	cr_assert_str_eq(json_string_value(json_object_get(sc(r), "content")), "both");
+	json_decref(r);
+	/* subscriptions/listen: acknowledged with nothing honoured, then ended. */
+	say("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{"
+	    "\"notifications\":{\"toolsListChanged\":true}," META26 "}}");
+	m = hear();
+	cr_assert_str_eq(json_string_value(json_object_get(m, "method")),
+			 "notifications/subscriptions/acknowledged");
+	r = json_object_get(m, "params");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "_meta"),
+							"io.modelcontextprotocol/subscriptionId")), 4);
+	cr_assert_eq(json_object_size(json_object_get(r, "notifications")), 0);
+	json_decref(m);
+	m = hear();
+	modern_result(result_of(m, 4), false);
+	json_decref(m);
+	/* And the 2025 session goes on as it was. */
+	r = call(5, "run_command", "{\"command\":[\"rm\",\"/tmp/mayfly-mcp-era.txt\"]}");
+	cr_assert_eq(json_integer_value(json_object_get(sc(r), "exit_code")), 0);
+	json_decref(r);
+	stop();
+	cr_assert_eq(t.rc, 0);
 }

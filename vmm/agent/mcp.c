@@ -1,5 +1,6 @@
-/* mcp.c - the MCP server's JSON-RPC side: a reader thread takes lines apart, answers ping and cancellation at once, and queues requests for the worker that serves them in order. */
+/* mcp.c - the MCP server's JSON-RPC side: a reader thread takes lines apart, answers ping, server/discover and cancellation at once, and queues requests for the worker that serves them in order. */
 #include "agent/mcp.h"
+#include "agent/mcp_modern.h"
 #include "agent/mcp_tools.h"
 #include "log.h"
 #include "seccomp/seccomp.h"
@@ -16,9 +17,10 @@
 
 #define READ_CHUNK   (64u << 10)
 
-/* The protocol revisions we answer in (the newest first); any other
+/* The 2025 revisions initialize answers in (the newest first); any other
  * request gets the newest, and the client decides. */
-static const char *const versions[] = { MCP_PROTOCOL_VERSION, "2025-03-26", "2024-11-05" };
+static const char *const versions[] = { MCP_PROTOCOL_VERSION, "2025-06-18", "2025-03-26",
+					 "2024-11-05" };
 
 int mcp_send(struct mcp_server *s, json_t *msg)
 {
@@ -48,15 +50,25 @@ int mcp_send(struct mcp_server *s, json_t *msg)
 	return rc;
 }
 
-/* {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":msg}}; id NULL: null. */
-static void send_error(struct mcp_server *s, json_t *id, int code, const char *msg)
+/* {"jsonrpc":"2.0","id":id,"error":{"code":code,"message":msg[,"data":data]}};
+ * id NULL: null. Takes data (NULL: none). */
+static void send_error_data(struct mcp_server *s, json_t *id, int code, const char *msg,
+			    json_t *data)
 {
 	json_t *m = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
 			      id ? id : json_null(), "error", "code", code, "message", msg);
 
+	if (m && data)
+		json_object_set(json_object_get(m, "error"), "data", data);
 	if (m)
 		mcp_send(s, m);
 	json_decref(m);
+	json_decref(data);
+}
+
+static void send_error(struct mcp_server *s, json_t *id, int code, const char *msg)
+{
+	send_error_data(s, id, code, msg, NULL);
 }
 
 /* Takes result. */
@@ -116,6 +128,26 @@ static void enqueue(struct mcp_server *s, json_t *msg, json_t *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* server/discover, on the reader as ping is: a client's probe (with a
+ * timeout: 10 s in the Python SDK) is answered before the guest agent
+ * is up and while a command runs. Its answer depends on nothing else. */
+static void discover(struct mcp_server *s, json_t *id, json_t *params)
+{
+	char caller[sizeof(s->caller)], why[300];   /* not the worker's modern_caller */
+	json_t *data, *result;
+	int code = mcp_modern_check(params, caller, sizeof(caller), &data, why, sizeof(why));
+
+	if (code) {
+		send_error_data(s, id, code, why, data);
+		return;
+	}
+	result = mcp_modern_discover();
+	if (result)
+		send_result(s, id, result);
+	else
+		send_error(s, id, MCP_INTERNAL_ERROR, "internal error: out of memory");
+}
+
 /* One whole line from the client. */
 static void on_line(struct mcp_server *s, const char *line, size_t len)
 {
@@ -135,7 +167,7 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 	}
 	if (!json_is_object(msg)) {
 		send_error(s, NULL, MCP_INVALID_REQUEST, json_is_array(msg) ?
-			   "invalid request: batches are not supported (MCP 2025-06-18)" :
+			   "invalid request: batches are not supported (MCP 2025-06-18, 2026-07-28)" :
 			   "invalid request: not a JSON object");
 		goto out;
 	}
@@ -159,6 +191,8 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 	}
 	if (!strcmp(name, "ping"))
 		send_result(s, id, NULL);
+	else if (!strcmp(name, "server/discover") && mcp_modern_claimed(json_object_get(msg, "params")))
+		discover(s, id, json_object_get(msg, "params"));
 	else
 		enqueue(s, msg, id);
 out:
@@ -249,11 +283,51 @@ static json_t *initialize(struct mcp_server *s, json_t *params)
 			version = versions[i];
 	log_escape(name, sizeof(name), client ? client : "unknown");
 	snprintf(s->caller, sizeof(s->caller), "mcp:%s", name);
+	s->version = version;
 	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
 			 "capabilities", "tools", "listChanged", 0,
-			 "serverInfo", "name", "mayfly", "version", "0.1",
-			 "instructions", "A fresh Linux microVM kept for this session: run commands "
-			 "and move files in it with the tools; nothing reaches the host.");
+			 "serverInfo", "name", MCP_SERVER_NAME, "version", MCP_SERVER_VERSION,
+			 "instructions", MCP_INSTRUCTIONS);
+}
+
+/* A 2026-07-28 request (its _meta claims a version): checked, then
+ * served without regard to initialize. true: a tools/call, for serve's
+ * path shared by both eras; false: answered here. */
+static bool serve_modern(struct mcp_server *s, const char *method, json_t *id, json_t *params)
+{
+	json_t *data, *result;
+	char why[300];
+	bool bad = false;
+	int code = mcp_modern_check(params, s->modern_caller, sizeof(s->modern_caller), &data,
+				    why, sizeof(why));
+
+	if (code) {
+		send_error_data(s, id, code, why, data);
+		return false;
+	}
+	if (!strcmp(method, "tools/call"))
+		return true;
+	if (!strcmp(method, "tools/list")) {
+		result = mcp_tools_list();
+		if (result && mcp_modern_complete(result, true)) {
+			json_decref(result);
+			result = NULL;
+		}
+	} else if (!strcmp(method, "subscriptions/listen")) {
+		result = mcp_modern_listen(s, id, params, &bad);
+	} else {
+		/* initialize, logging/setLevel...: not in 2026-07-28 (ping and
+		 * server/discover are the reader's). */
+		send_error(s, id, MCP_METHOD_NOT_FOUND, "method not found");
+		return false;
+	}
+	if (result)
+		send_result(s, id, result);
+	else if (bad)
+		send_error(s, id, MCP_INVALID_PARAMS, "invalid params: notifications must be an object");
+	else
+		send_error(s, id, MCP_INTERNAL_ERROR, "internal error: out of memory");
+	return false;
 }
 
 /* One request, on the worker. -EPIPE when the session must end. */
@@ -261,6 +335,8 @@ static int serve(struct mcp_server *s, json_t *msg)
 {
 	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
 	const char *method = json_string_value(json_object_get(msg, "method"));
+	const char *caller = s->caller;
+	bool modern = false;
 	json_t *result = NULL;
 	bool cancelled;
 	char why[300];
@@ -270,30 +346,46 @@ static int serve(struct mcp_server *s, json_t *msg)
 		send_error(s, id, MCP_INVALID_PARAMS, "invalid params: params must be an object");
 		return 0;
 	}
-	if (!strcmp(method, "initialize")) {
+	if (mcp_modern_claimed(params)) {
+		if (!serve_modern(s, method, id, params))
+			return 0;
+		modern = true;
+		caller = s->modern_caller;
+	} else if (!strcmp(method, "initialize")) {
 		result = initialize(s, params);
 		s->initialized = true;
 	} else if (strcmp(method, "tools/list") && strcmp(method, "tools/call")) {
 		send_error(s, id, MCP_METHOD_NOT_FOUND, "method not found");
 		return 0;
 	} else if (!s->initialized) {
-		send_error(s, id, MCP_INVALID_REQUEST, "not initialized: send initialize first");
+		send_error(s, id, MCP_INVALID_REQUEST, "not initialized: send initialize first (MCP "
+			   "2025), or name the protocol version in params._meta (MCP 2026-07-28)");
 		return 0;
 	} else if (!strcmp(method, "tools/list")) {
 		result = mcp_tools_list();
-	} else {
+	}
+	if (!strcmp(method, "tools/call")) {   /* in either era */
 		json_t *name = json_object_get(params, "name"), *args = json_object_get(params, "arguments");
 
-		s->gate->caller = s->caller;
+		s->gate->caller = caller;
 		if (!json_is_string(name) || (args && !json_is_object(args))) {
 			send_error(s, id, MCP_INVALID_PARAMS, "invalid params: want a tool name and "
 				   "an arguments object");
 			return 0;
 		}
 		rc = mcp_tools_call(s, json_string_value(name), args, &result, why, sizeof(why));
-		if (rc == -EINVAL) {
+		if (rc == -EINVAL && (modern || strcmp(s->version, MCP_TOOL_ERRORS_SINCE) >= 0)) {
+			/* 2025-11-25 on: bad arguments are the model's to fix, so a
+			 * tool error it sees; an unknown tool stays a protocol one. */
+			result = mcp_tools_error(why);
+			rc = 0;
+		} else if (rc == -EINVAL || rc == -ENOENT) {
 			send_error(s, id, MCP_INVALID_PARAMS, why);
 			return 0;
+		}
+		if (result && modern && mcp_modern_complete(result, false)) {
+			json_decref(result);
+			result = NULL;
 		}
 	}
 	pthread_mutex_lock(&s->lock);
@@ -362,8 +454,10 @@ int mcp_start(struct mcp_server *s)
 	pthread_cond_init(&s->cond, NULL);
 	s->qhead = s->qlen = 0;
 	s->eof = s->initialized = s->cancelled = false;
+	s->version = "";
 	s->current = NULL;
 	snprintf(s->caller, sizeof(s->caller), "mcp:unknown");
+	snprintf(s->modern_caller, sizeof(s->modern_caller), "mcp:unknown");
 	if (pipe2(s->sigs, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
 	if (pipe2(s->quit, O_CLOEXEC) < 0) {

@@ -12,7 +12,15 @@
 #include "agent/client.h"
 #include "agent/gate.h"
 
-#define MCP_PROTOCOL_VERSION "2025-06-18"   /* the newest revision we speak */
+/* The newest 2025 revision (the initialize handshake) we speak; the
+ * 2026-07-28 one, per request, is in mcp_modern.h. From 2025-11-25 on, a
+ * tool's bad arguments are a tool error the model sees (SEP-1303). */
+#define MCP_PROTOCOL_VERSION "2025-11-25"
+#define MCP_TOOL_ERRORS_SINCE "2025-11-25"
+#define MCP_SERVER_NAME    "mayfly"
+#define MCP_SERVER_VERSION "0.1"
+#define MCP_INSTRUCTIONS   "A fresh Linux microVM kept for this session: run commands and " \
+			   "move files in it with the tools; nothing reaches the host."
 /* A message longer than this is answered with an error and dropped. */
 #define MCP_LINE_MAX       (32u << 20)
 /* Requests waiting while one runs; past it a request is answered "busy". */
@@ -50,21 +58,27 @@ struct mcp_server {
 	json_t *queue[MCP_QUEUE_MAX];
 	size_t qhead, qlen;
 	bool eof;                     /* no more input */
-	bool initialized;             /* initialize was answered */
+	bool initialized;             /* initialize was answered (2025 requests allowed) */
+	const char *version;          /* ... with this revision (static; "" before) */
 	json_t *current;              /* the id of the request being served */
 	bool cancelled;               /* ... and the client cancelled it */
 	int sigs[2];                  /* pipe: SIGKILL for the running command */
 	int quit[2];                  /* pipe: the worker tells the reader to stop */
-	char caller[80];              /* "mcp:<clientInfo.name>" */
+	char caller[80];              /* "mcp:<clientInfo.name>" from initialize */
+	char modern_caller[80];       /* ... from the 2026 request being served */
 	bool started, watching;       /* mcp_start ran; the watcher runs */
 	pthread_t rd, wt;             /* the reader and the watcher */
 };
 
 /* Serve the client until its input ends (0), stop_fd fires, out_fd
- * breaks or the agent connection is lost (-errno). Malformed input of
+ * breaks or the agent connection is lost (-errno). Both eras: a request
+ * whose params._meta names a protocol version is served statelessly in
+ * 2026-07-28 (mcp_modern.h), any other in the 2025 revision initialize
+ * chose (and refused before initialize), on the same sandbox. Malformed input of
  * any kind gets a JSON-RPC error, never a crash; a line is read whole up
- * to line_max. Requests are served in order, one at a time; ping and
- * notifications/cancelled are handled as they arrive (a cancelled
+ * to line_max. Requests are served in order, one at a time; ping,
+ * server/discover and notifications/cancelled are handled as they
+ * arrive (a cancelled
  * run_command is killed and gets no answer). */
 int mcp_serve(struct mcp_server *s);
 

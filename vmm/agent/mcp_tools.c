@@ -531,8 +531,15 @@ int mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, json_t 
 		rc = write_file(s, args, result_out, msg, msglen);
 	else if (!strcmp(name, "list_files"))
 		rc = list_files(s, args, result_out, msg, msglen);
-	else
-		rc = errmsg_invalid(msg, msglen, "unknown tool '%.100s'", name);
+	else {
+		errmsg_invalid(msg, msglen, "unknown tool '%.100s'", name);
+		rc = -ENOENT;
+	}
 	json_decref(empty);
 	return rc;
+}
+
+json_t *mcp_tools_error(const char *text)
+{
+	return result(true, text, NULL);
 }
