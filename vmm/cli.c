@@ -3,6 +3,7 @@
 #include "approve.h"
 #include "log.h"
 #include "num.h"
+#include "sparse.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -510,7 +511,7 @@ static const char *offender(char **argv, int index, char *buf, size_t len)
 
 static void defaults(struct cli *c)
 {
-	memset(c, 0, sizeof(*c));
+	sparse_zero(c, sizeof(*c));   /* large, mostly empty paths: sparse.h */
 	config_init(&c->vm);
 	jail_config_init(&c->jail);
 	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;
