@@ -3,6 +3,7 @@
 #include "approve.h"
 #include "log.h"
 #include "num.h"
+#include "sparse.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -168,7 +169,7 @@ static const char *const intros[CLI_NR_CMDS] = {
 		"and the root's overlay. mayfly run --snapshot DIR restores it in milliseconds.\n"),
 	[CLI_MCP] = ("usage: mayfly mcp [options]\n\n"
 		"A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
-		"line; MCP 2026-07-28, or 2025-06-18 after initialize): one VM (restored from\n"
+		"line; MCP 2026-07-28, or 2025-11-25 and before after initialize): one VM (from\n"
 		"the default snapshot) for the session, tools run_command, read_file,\n"
 		"write_file and list_files in it.\n"),
 	[CLI_SERVE] = ("usage: mayfly serve [options]\n\n"
@@ -510,7 +511,7 @@ static const char *offender(char **argv, int index, char *buf, size_t len)
 
 static void defaults(struct cli *c)
 {
-	memset(c, 0, sizeof(*c));
+	sparse_zero(c, sizeof(*c));   /* large, mostly empty paths: sparse.h */
 	config_init(&c->vm);
 	jail_config_init(&c->jail);
 	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;

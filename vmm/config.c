@@ -1,6 +1,7 @@
 /* config.c - struct vm_config: defaults, owned strings and the one set of limits (pure data). */
 #include "config.h"
 #include "snapshot/codec.h"
+#include "sparse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +22,8 @@ static void default_id(struct vm_config *cfg)
 
 void config_init(struct vm_config *cfg)
 {
-	memset(cfg, 0, sizeof(*cfg));
+	/* Path buffers mostly empty: their pages stay unwritten (sparse.h). */
+	sparse_zero(cfg, sizeof(*cfg));
 	cfg->mem_mib = CONFIG_DEFAULT_MEM_MIB;
 	cfg->disk_quota = CONFIG_DEFAULT_DISK_QUOTA;
 	cfg->cpus = 1;

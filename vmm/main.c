@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static const char usage[] =
 	"usage: mayfly <command> [options]\n"
@@ -207,12 +208,15 @@ int main(int argc, char **argv)
 		if (!strcmp(getenv("MAYFLY_SECCOMP_SELFTEST"), seccomp_role_name(r)))
 			seccomp_selftest(r);
 #endif
-	c = malloc(sizeof(*c));   /* large: every path of a VM config */
-	if (!c) {
+	/* Large (every path of a VM config) and mostly zero: fresh pages of
+	 * our own are written only where an option lands (sparse.h). Not
+	 * calloc: from the heap's top it clears what it hands out. */
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED) {
 		log_say("out of memory");
 		return EXIT_INTERNAL;
 	}
 	code = dispatch(c, argc, argv, start_ns);
-	free(c);
+	munmap(c, sizeof(*c));
 	return code;
 }

@@ -1,6 +1,7 @@
 /* restore.c - a snapshot named on the command line: loaded, held against the flags the user gave, turned into the config to restore. */
 #include "restore.h"
 #include "snapshot/codec.h"
+#include "sparse.h"
 
 #include <errno.h>
 #include <string.h>
@@ -25,7 +26,7 @@ int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_conf
 
 	if (rc)
 		return rc;
-	*out = snap->cfg;
+	sparse_copy(out, &snap->cfg, sizeof(*out));   /* the pages with a path only */
 	if (set->mem && given->mem_mib != snap->cfg.mem_mib)
 		rc = snap_why(why, -EINVAL, "--mem %llu differs from the snapshot's %llu MiB",
 			      (unsigned long long)given->mem_mib,

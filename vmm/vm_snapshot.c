@@ -5,6 +5,7 @@
 #include "log.h"
 #include "snapshot/codec.h"
 #include "snapshot/workingset.h"
+#include "sparse.h"
 #include "vm_devices.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
@@ -147,7 +148,7 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 	char path[CONFIG_PATH_MAX + 64], name[32];
 	int rc;
 
-	memset(s, 0, sizeof(*s));
+	sparse_zero(s, sizeof(*s));   /* a config of mostly empty paths: sparse.h */
 	if (config_set(s->dir, sizeof(s->dir), dir) || snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)))
 		return snap_why(why, -ENAMETOOLONG, "snapshot path too long");
 	rc = read_state(s, path, why);

@@ -8,7 +8,10 @@
  * $FAKE_VMM_FAIL set: it exits 1 at once with one line, like a VM that
  * cannot start; $FAKE_VMM_FAIL_NTH=N: only the Nth VM restored from a
  * fork's snapshot (a DIR under .../forks/) does (counted in
- * $FAKE_VMM_HOME/fork-starts).
+ * $FAKE_VMM_HOME/fork-starts), after $FAKE_VMM_FAIL_DELAY_MS (default 0:
+ * the fork's other children are up by then).
+ * $FAKE_VMM_DELAY_MS: every VM waits that long before it listens (a slow
+ * restore).
  * usage: fake_vmm fork ... --out DIR: a fork that saved nothing: DIR made.
  */
 #include <errno.h>
@@ -89,6 +92,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		return out && mkdir(out, 0700) == 0 ? 0 : 1;
 	if (getenv("FAKE_VMM_FAIL") || nth_fork_child(snap, home)) {
+		const char *delay = getenv("FAKE_VMM_FAIL_DELAY_MS");
+
+		if (delay && !getenv("FAKE_VMM_FAIL"))
+			usleep((useconds_t)atoi(delay) * 1000);
 		fprintf(stderr, "mayfly: cannot restore: a fake failure\n");
 		return 1;
 	}
@@ -96,6 +103,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fake_vmm: --vsock PATH and $MAYFLY_AGENT needed\n");
 		return 2;
 	}
+	if (getenv("FAKE_VMM_DELAY_MS"))
+		usleep((useconds_t)atoi(getenv("FAKE_VMM_DELAY_MS")) * 1000);
 	signal(SIGTERM, on_term);
 	signal(SIGCHLD, SIG_IGN);   /* agents reaped by the kernel */
 	strcpy(sa.sun_path, sock_path);

@@ -287,6 +287,26 @@ Test(mcp, an_unknown_version_is_answered_with_ours_and_a_known_one_echoed)
 	stop();
 }
 
+/* SEP-1303: from 2025-11-25 on, a tool's bad arguments are a tool error the
+ * model can read and fix (2025-06-18 keeps the protocol error it had:
+ * malformed_input_gets_json_rpc_errors..., as an unknown tool does). */
+Test(mcp, bad_arguments_are_a_tool_error_from_2025_11_25_on)
+{
+	json_t *m, *r;
+
+	start(NULL, 0);
+	say("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+	    "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+	m = hear();
+	cr_assert_str_eq(json_string_value(json_object_get(result_of(m, 1), "protocolVersion")),
+			 "2025-11-25");
+	json_decref(m);
+	r = call(2, "run_command", "{\"command\":7}");
+	cr_assert(json_is_true(json_object_get(r, "isError")), "%s", json_dumps(r, 0));
+	json_decref(r);
+	stop();
+}
+
 Test(mcp, run_command_returns_exit_code_and_both_streams)
 {
 	json_t *r, *s;

@@ -1,4 +1,4 @@
-/* test_serve_registry.c - mayfly serve's records on disk, and the clean-up at start: a live VM process of a previous service killed (never a reused pid), its cgroup, jail directory and files removed. */
+/* test_serve_registry.c - mayfly serve's records on disk, and the clean-up at start: a live VM process of a previous service killed (never a reused pid), its cgroup, jail directory and files removed; a cgroup or lease left without its jail directory found by name. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +148,33 @@ Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
 	cr_assert_not(exists(p), "the jail's lease file is left");
 	PATH(p, "run/jail-%s-Zz9zZ9", "aaaab");
 	cr_assert(exists(p));
+}
+
+/* A supervisor killed (or out of time) after its jail directory went
+ * but before its cgroup did: the cgroup and the lease file are still
+ * found, by their names; another VM's are left. */
+Test(serve_registry, a_vms_cgroup_and_lease_without_its_jail_directory_are_removed)
+{
+	struct registry_paths paths;
+	char cg[512], other[512], lease[512], cgbase[512], jailbase[512], p[512];
+
+	PATH(cgbase, "cg");
+	PATH(p, "cg/mayfly");
+	cr_assert_eq(mkdir(cgbase, 0700), 0);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	PATH(cg, "cg/mayfly/vm-%s-Qq1qQ1", "bbbb");
+	cr_assert_eq(mkdir(cg, 0700), 0);
+	PATH(other, "cg/mayfly/vm-%s-Qq1qQ1", "bbbbc");
+	cr_assert_eq(mkdir(other, 0700), 0);
+	PATH(jailbase, "run");
+	cr_assert_eq(mkdir(jailbase, 0700), 0);
+	PATH(lease, "run/jail-%s-Qq1qQ1.lock", "bbbb");
+	cr_assert_eq(mknod(lease, S_IFREG | 0600, 0), 0);
+	paths = (struct registry_paths){ cgbase, { jailbase, NULL } };
+	registry_clean_vm(&paths, "bbbb");
+	cr_assert_not(exists(cg), "the cgroup without a jail directory is left");
+	cr_assert_not(exists(lease), "the lease without a jail directory is left");
+	cr_assert(exists(other), "another VM's cgroup was removed");
 }
 
 Test(serve_registry, a_reused_pid_is_never_killed)

@@ -94,6 +94,7 @@ static void teardown(void)
 	fs_remove_tree(root);
 	unsetenv("FAKE_VMM_FAIL");
 	unsetenv("FAKE_VMM_FAIL_NTH");
+	unsetenv("FAKE_VMM_DELAY_MS");
 }
 
 TestSuite(serve_service, .init = setup, .fini = teardown);
@@ -358,6 +359,71 @@ Test(serve_service, a_fork_gives_n_children_and_a_failing_child_leaves_nothing)
 	cr_assert(strstr(out, "\"code\":0"), "%s", out);
 }
 
+/* A client listing, holding and deleting whatever it finds while a fork
+ * fails: it must never reach a child. */
+struct lister {
+	const char *parent;
+	atomic_bool done;          /* the fork returned */
+	bool saw_child;
+};
+
+static void *list_and_hold(void *arg)
+{
+	struct lister *l = arg;
+	char err[300];
+
+	while (!atomic_load(&l->done)) {
+		json_t *list = service_list(svc);
+
+		for (size_t i = 0; i < json_array_size(list); i++) {
+			const char *id = json_string_value(json_object_get(json_array_get(list, i), "id"));
+			struct sandbox *held;
+
+			if (!strcmp(id, l->parent))
+				continue;
+			l->saw_child = true;
+			/* Held across the fork's clean-up, then deleted. */
+			if (service_get(svc, id, &held, err, sizeof(err)) == 0) {
+				while (!atomic_load(&l->done))
+					usleep(10000);
+				service_put(svc, held);
+			}
+			service_delete(svc, id, err, sizeof(err));
+		}
+		json_decref(list);
+		usleep(5000);
+	}
+	return NULL;
+}
+
+Test(serve_service, a_failing_forks_children_are_never_seen_and_all_go)
+{
+	struct sandbox *parent = create();
+	struct lister l = { .parent = parent->id };
+	char err[400], dir[96], path[128];
+	json_t *kids = NULL;
+	pthread_t t;
+	unsigned count;
+
+	/* The third of 3 fails 1.5 s after the others answer. */
+	snprintf(path, sizeof(path), "%s/fork-starts", home);
+	unlink(path);
+	setenv("FAKE_VMM_FAIL_NTH", "3", 1);
+	setenv("FAKE_VMM_FAIL_DELAY_MS", "1500", 1);
+	cr_assert_eq(pthread_create(&t, NULL, list_and_hold, &l), 0);
+	cr_assert_eq(fork_of(parent, 3, &kids, err, sizeof(err)), 500, "%s", err);
+	atomic_store(&l.done, true);
+	pthread_join(t, NULL);
+	unsetenv("FAKE_VMM_FAIL_DELAY_MS");
+	cr_assert_not(l.saw_child, "a child of the failing fork was listed");
+	snprintf(dir, sizeof(dir), "%s/sb", state);
+	cr_assert_eq(dir_count(dir, ""), 1, "only the parent's sandbox stays on disk");
+	pthread_mutex_lock(&svc->lock);
+	count = svc->count;
+	pthread_mutex_unlock(&svc->lock);
+	cr_assert_eq(count, 1, "every child's place given back");
+}
+
 static void pool_setup(void)
 {
 	start(2);
@@ -400,6 +466,38 @@ Test(serve_pool, fills_gives_and_refills)
 				 sb->id);
 		json_decref(list);
 	}
+}
+
+/* Restores of 300 ms each: the refill threads start several at once. */
+static void slow_pool_setup(void)
+{
+	setenv("FAKE_VMM_DELAY_MS", "300", 1);
+	start(2);
+}
+
+TestSuite(serve_pool_refill, .init = slow_pool_setup, .fini = teardown);
+
+Test(serve_pool_refill, restores_several_vms_at_once)
+{
+	struct metrics_gauges g;
+	unsigned most = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		unsigned starting = 0;
+
+		pthread_mutex_lock(&svc->lock);
+		for (unsigned t = 0; t < svc->cfg.ntmpl; t++)
+			starting += svc->cfg.tmpl[t].pool_starting;
+		pthread_mutex_unlock(&svc->lock);
+		if (starting > most)
+			most = starting;
+		service_gauges(svc, &g);
+		if (g.pool_ready == 4)
+			break;
+		usleep(5000);
+	}
+	cr_assert_eq(g.pool_ready, 4, "the pools did not fill");
+	cr_assert_geq(most, 2, "the pools' VMs were restored one at a time");
 }
 
 /* Whether pid's command line holds the two arguments a and b in a row. */

@@ -19,7 +19,8 @@
 
 /* The 2025 revisions initialize answers in (the newest first); any other
  * request gets the newest, and the client decides. */
-static const char *const versions[] = { MCP_PROTOCOL_VERSION, "2025-03-26", "2024-11-05" };
+static const char *const versions[] = { MCP_PROTOCOL_VERSION, "2025-06-18", "2025-03-26",
+					 "2024-11-05" };
 
 int mcp_send(struct mcp_server *s, json_t *msg)
 {
@@ -282,6 +283,7 @@ static json_t *initialize(struct mcp_server *s, json_t *params)
 			version = versions[i];
 	log_escape(name, sizeof(name), client ? client : "unknown");
 	snprintf(s->caller, sizeof(s->caller), "mcp:%s", name);
+	s->version = version;
 	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s}, s:s}", "protocolVersion", version,
 			 "capabilities", "tools", "listChanged", 0,
 			 "serverInfo", "name", MCP_SERVER_NAME, "version", MCP_SERVER_VERSION,
@@ -372,8 +374,8 @@ static int serve(struct mcp_server *s, json_t *msg)
 			return 0;
 		}
 		rc = mcp_tools_call(s, json_string_value(name), args, &result, why, sizeof(why));
-		if (rc == -EINVAL && modern) {
-			/* 2026-07-28: bad arguments are the model's to fix, so a
+		if (rc == -EINVAL && (modern || strcmp(s->version, MCP_TOOL_ERRORS_SINCE) >= 0)) {
+			/* 2025-11-25 on: bad arguments are the model's to fix, so a
 			 * tool error it sees; an unknown tool stays a protocol one. */
 			result = mcp_tools_error(why);
 			rc = 0;
@@ -452,6 +454,7 @@ int mcp_start(struct mcp_server *s)
 	pthread_cond_init(&s->cond, NULL);
 	s->qhead = s->qlen = 0;
 	s->eof = s->initialized = s->cancelled = false;
+	s->version = "";
 	s->current = NULL;
 	snprintf(s->caller, sizeof(s->caller), "mcp:unknown");
 	snprintf(s->modern_caller, sizeof(s->modern_caller), "mcp:unknown");

@@ -13,8 +13,10 @@
 #include "agent/gate.h"
 
 /* The newest 2025 revision (the initialize handshake) we speak; the
- * 2026-07-28 one, per request, is in mcp_modern.h. */
-#define MCP_PROTOCOL_VERSION "2025-06-18"
+ * 2026-07-28 one, per request, is in mcp_modern.h. From 2025-11-25 on, a
+ * tool's bad arguments are a tool error the model sees (SEP-1303). */
+#define MCP_PROTOCOL_VERSION "2025-11-25"
+#define MCP_TOOL_ERRORS_SINCE "2025-11-25"
 #define MCP_SERVER_NAME    "mayfly"
 #define MCP_SERVER_VERSION "0.1"
 #define MCP_INSTRUCTIONS   "A fresh Linux microVM kept for this session: run commands and " \
@@ -57,6 +59,7 @@ struct mcp_server {
 	size_t qhead, qlen;
 	bool eof;                     /* no more input */
 	bool initialized;             /* initialize was answered (2025 requests allowed) */
+	const char *version;          /* ... with this revision (static; "" before) */
 	json_t *current;              /* the id of the request being served */
 	bool cancelled;               /* ... and the client cancelled it */
 	int sigs[2];                  /* pipe: SIGKILL for the running command */

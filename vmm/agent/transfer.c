@@ -521,7 +521,7 @@ static bool entry_name_ok(const char *name)
 /* One LIST_ENTRIES frame, each entry to fn. 1 more to come, 0 done, -EPROTO. */
 static int list_frame(const struct proto_frame *f, transfer_entry_fn fn, void *opaque)
 {
-	static _Thread_local char name[PROTO_MAX_PATH];
+	char name[PROTO_MAX_PATH];   /* not thread-local: every thread would write it (sparse.h) */
 	struct proto_reader rd;
 	uint32_t more, count;
 

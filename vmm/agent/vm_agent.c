@@ -9,6 +9,7 @@
 #include "thread.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -165,6 +166,9 @@ static void agent_work(struct vm_agent *va)
 	log_info("guest agent ready after %.1f ms", (double)(va->ready_ns - va->start_ns) / 1e6);
 	if (!va->job) {
 		agent_client_close(&va->client);   /* freshened: the VM is the user's now */
+		/* Idle from here, maybe one of many forked children: what the
+		 * build freed goes back to the host. */
+		malloc_trim(0);
 		return;
 	}
 	va->job(va, va->opaque);

@@ -3,6 +3,7 @@
 #include "jail/creds.h"
 #include "jail/lease.h"
 #include "jail/ns.h"
+#include "sparse.h"
 #include "control/ctl_msg.h"
 #include "exitcode.h"
 #include "thread.h"
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -264,7 +266,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	sigset_t set;
 	int rc, pidns, alive[2];
 
-	memset(j, 0, sizeof(*j));
+	sparse_zero(j, sizeof(*j));   /* path buffers, mostly empty: sparse.h */
 	j->lease.fd = -1;
 	j->alive_fd = -1;
 	*code = fail_code;
@@ -350,6 +352,10 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 			_exit(fail_code);
 		return JAIL_VM;
 	}
+	/* A page the VM process writes from here is copied if we still map
+	 * it: our free heap pages, given back now, become its alone (each of
+	 * a fork's many children would pay every copy). */
+	malloc_trim(0);
 	*code = supervise(child, parent, &set);
 	close(alive[1]);
 	cleanup(j, cfg, socket_was_there);

@@ -199,7 +199,8 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 	return 0;
 }
 
-/* One child of a fork: a new sandbox restored from dir, like its parent. */
+/* One child of a fork: a new sandbox restored from dir, like its parent,
+ * not linked yet (no call sees it before the whole fork has succeeded). */
 static int fork_child(struct service *svc, struct sandbox *parent, const char *dir,
 		      struct sandbox **out, char *err, size_t errlen)
 {
@@ -223,16 +224,11 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 		rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
 	}
 	if (rc) {
-		api_net_free(&sb->net);
-		for (int i = 0; i < sb->nenv; i++)
-			free(sb->env[i]);
-		free(sb->env);
-		free(sb);
+		service_discard(svc, sb);
 		return rc;
 	}
 	sb->state = SB_RUNNING;
 	service_record(sb, "running");
-	service_link(svc, sb);
 	*out = sb;
 	return 0;
 }
@@ -294,18 +290,17 @@ static void *fork_worker(void *arg)
 }
 
 /* Restore count children from dir, fork_parallel() at a time; all or none:
- * on a failure the children made are deleted (each gives back its place in
- * svc->count; *nmade says how many were made). 0, or an HTTP status with
- * err (the first child's failure). made holds count sandboxes on 0. */
+ * linked together once every child answers; on a failure (or a drain) the
+ * children made are discarded, never seen by a call. 0 with *children
+ * (their JSON, made before any call could delete one), or an HTTP status
+ * with err (the first child's failure). */
 static int fork_children(struct service *svc, struct sandbox *parent, const char *dir,
-			 unsigned count, struct sandbox **made, unsigned *nmade, char *err,
-			 size_t errlen)
+			 unsigned count, json_t **children, char *err, size_t errlen)
 {
 	struct fork_batch b = { .svc = svc, .parent = parent, .dir = dir, .count = count,
 				.err = err, .errlen = errlen };
 	pthread_t threads[LIVE_FORK_PARALLEL_MAX];
 	unsigned started = 0, want = fork_parallel(count);
-	char why[100];
 
 	pthread_mutex_init(&b.lock, NULL);
 	for (; started < want; started++) {
@@ -323,17 +318,24 @@ static int fork_children(struct service *svc, struct sandbox *parent, const char
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	pthread_mutex_destroy(&b.lock);
-	*nmade = 0;
-	for (unsigned i = 0; i < count; i++)
-		*nmade += b.made[i] != NULL;
+	if (!b.failed) {
+		*children = json_array();
+		for (unsigned i = 0; *children && i < count; i++)
+			json_array_append_new(*children, service_sandbox_json(b.made[i]));
+		if (service_link(svc, b.made, count)) {
+			json_decref(*children);
+			*children = NULL;
+			b.rc = 503;
+			snprintf(err, errlen, "the service is shutting down");
+			b.failed = true;
+		}
+	}
 	if (b.failed) {
 		for (unsigned i = 0; i < count; i++)
-			if (b.made[i] && service_delete(svc, b.made[i]->id, why, sizeof(why)))
-				log_warn("serve: fork: child %s of a failed fork stays: %s",
-					 b.made[i]->id, why);
+			if (b.made[i])
+				service_discard(svc, b.made[i]);
 		return b.rc;
 	}
-	memcpy(made, b.made, count * sizeof(*made));
 	return 0;
 }
 
@@ -341,8 +343,6 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 	      json_t **children, char *err, size_t errlen)
 {
 	char dir[CONFIG_PATH_MAX + 64];
-	struct sandbox *made[LIVE_MAX_FORK];
-	unsigned nmade = 0;
 	int code, rc = 0;
 
 	if (count == 0 || count > LIVE_MAX_FORK) {
@@ -372,19 +372,16 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 		rc = code == CTL_EXIT_BUSY ? 409 : 500;
 	}
 	if (!rc)
-		rc = fork_children(svc, sb, dir, count, made, &nmade, err, errlen);
+		rc = fork_children(svc, sb, dir, count, children, err, errlen);
 	/* Every child has the snapshot's files open: the names can go. */
 	fs_remove_tree(dir);
 	audit(svc, sb, caller, "fork", dir, rc ? -EIO : 0, rc ? err : "");
 	if (rc) {
-		/* The children made were deleted, each giving back its place. */
+		/* No child linked: every place given back. */
 		pthread_mutex_lock(&svc->lock);
-		svc->count -= count - nmade;
+		svc->count -= count;
 		pthread_mutex_unlock(&svc->lock);
 		return rc;
 	}
-	*children = json_array();
-	for (unsigned i = 0; *children && i < count; i++)
-		json_array_append_new(*children, service_sandbox_json(made[i]));
 	return 201;
 }

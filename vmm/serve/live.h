@@ -26,9 +26,11 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 /* Fork the running sb (held) into count new sandboxes, each restored from
  * one snapshot of it with its own copy-on-write memory and disk; sb goes
  * on. The children are restored together, LIVE_FORK_PER_CPU per online
- * CPU (at most LIVE_FORK_PARALLEL_MAX) at a time. All or none (a child
- * that fails: every child made is deleted, and nothing of it is left): 201 with *children (a JSON array); else an HTTP status
- * with err (409 busy, 503 too many sandboxes, 500). */
+ * CPU (at most LIVE_FORK_PARALLEL_MAX) at a time. All or none: no call
+ * sees a child until every child answers (they are listed together); a
+ * child that fails, or a drain, discards every child made, leaving
+ * nothing. 201 with *children (a JSON array); else an HTTP status with
+ * err (409 busy, 503 too many sandboxes or draining, 500). */
 int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsigned count,
 	      json_t **children, char *err, size_t errlen);
 

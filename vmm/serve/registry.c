@@ -155,11 +155,22 @@ bool registry_pid_alive(pid_t pid)
 	return f && *f != 'Z' && *f != 'X';
 }
 
-/* <base>/<prefix><id>-XXXXXX: the jail directories mkdtemp made for id,
- * and with each its cgroup, <cgroup_root>/mayfly/vm-<id>-XXXXXX (the jail
- * names it after the directory: vmm/jail/lease.c). */
-static void remove_jail_dirs(const char *base, const char *prefix, const char *id,
-			     const char *cgroup_root)
+#define CGROUP_GONE_WAIT_MS 5000
+
+/* In base, entries named prefix + "<id>-" + 6 characters (each jail's
+ * mkdtemp suffix) and, when lock, + ".lock" after them. */
+static bool jail_named(const char *name, const char *want, size_t wl, bool lock)
+{
+	size_t len = strlen(name);
+
+	if (strncmp(name, want, wl))
+		return false;
+	return lock ? len == wl + 6 + 5 && !strcmp(name + wl + 6, ".lock") : len == wl + 6;
+}
+
+/* The jail directories of VM id under base, and their lease files (a
+ * lease whose directory went is removed too: its supervisor is gone). */
+static void remove_jail_dirs(const char *base, const char *prefix, const char *id)
 {
 	char want[128], path[CONFIG_PATH_MAX];
 	struct dirent *e;
@@ -171,18 +182,44 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 	snprintf(want, sizeof(want), "%s%s-", prefix, id);
 	wl = strlen(want);
 	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, want, wl) || strlen(e->d_name) != wl + 6 ||
+		bool lock = jail_named(e->d_name, want, wl, true);
+
+		if ((!lock && !jail_named(e->d_name, want, wl, false)) ||
 		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path))
 			continue;
-		fs_remove_tree(path);
-		if (snprintf(path, sizeof(path), "%s/%s.lock", base, e->d_name) < (int)sizeof(path))
-			unlink(path);   /* its lease: the supervisor that held it is gone */
-		if (!cgroup_root ||
-		    snprintf(path, sizeof(path), "%s/" CGROUP_PARENT "/vm-%s", cgroup_root,
-			     e->d_name + strlen(prefix)) >= (int)sizeof(path))
+		if (lock)
+			unlink(path);
+		else
+			fs_remove_tree(path);
+	}
+	closedir(d);
+}
+
+/* Every cgroup of VM id (vm-<id>-XXXXXX, as the jail names it), found in
+ * the cgroup tree itself: a supervisor killed, or out of time, after its
+ * jail directory went but before its cgroup did leaves only the cgroup. */
+static void remove_vm_cgroups(const char *cgroup_root, const char *id)
+{
+	char dir[CONFIG_PATH_MAX], want[64], path[CONFIG_PATH_MAX];
+	struct dirent *e;
+	size_t wl;
+	DIR *d;
+
+	if (snprintf(dir, sizeof(dir), "%s/" CGROUP_PARENT, cgroup_root) >= (int)sizeof(dir))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	snprintf(want, sizeof(want), "vm-%s-", id);
+	wl = strlen(want);
+	while ((e = readdir(d))) {
+		if (!jail_named(e->d_name, want, wl, false) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
-		/* Empty once the VM's processes are reaped; the kernel may take a moment. */
-		for (int i = 0; i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
+		/* Empty once the VM's processes are gone; the kernel may take a
+		 * while (a VM killed as it started, its KVM VM torn down in an
+		 * emulated host): up to CGROUP_GONE_WAIT_MS. */
+		for (int i = 0; i < CGROUP_GONE_WAIT_MS / 10 && rmdir(path) < 0 && errno == EBUSY; i++)
 			usleep(10000);
 	}
 	closedir(d);
@@ -192,8 +229,9 @@ void registry_clean_vm(const struct registry_paths *p, const char *id)
 {
 	for (int i = 0; i < 2; i++)
 		if (p->jail_bases[i])
-			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id,
-					 p->cgroup_root);
+			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id);
+	if (p->cgroup_root)
+		remove_vm_cgroups(p->cgroup_root, id);
 }
 
 /* Kill a stale VM process group and wait (it is not our child: poll). */

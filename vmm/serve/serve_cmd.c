@@ -254,14 +254,13 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	if (gate_open(&x->svc.gate, &x->svc.audit, &c->run, NULL, "serve"))
 		return RUN_EXIT_MAYFLY;
 	/* The sandboxes' --allow-net connection attempts go to the same log:
-	 * each VM appends under the log's lock, in the one chain. */
+	 * each VM with rules appends under the log's lock, in the one chain. */
 	if (c->run.audit_path) {
 		if (!realpath(c->run.audit_path, x->audit)) {
 			log_say("serve: --audit %s: %s", c->run.audit_path, strerror(errno));
 			return RUN_EXIT_MAYFLY;
 		}
-		cfg->extra[cfg->nextra++] = "--audit";
-		cfg->extra[cfg->nextra++] = x->audit;
+		cfg->audit = x->audit;
 	}
 	if (c->serve.listen) {
 		fd = http_listen_tcp(c->serve.listen, err, sizeof(err));

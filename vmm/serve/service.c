@@ -1,6 +1,7 @@
 /* service.c - mayfly serve's sandboxes: each a supervised VM process restored from a template, kept in memory and on disk, with a warm pool per template. */
 #include "serve/service.h"
 #include "serve/live.h"
+#include "serve/pool.h"
 #include "agent/client.h"
 #include "agent/vm_agent.h"
 #include "clock.h"
@@ -94,9 +95,7 @@ static void free_sandbox(struct sandbox *sb)
 	free(sb);
 }
 
-/* Stop sb's VM process, clean what it left, remove its directory. The
- * sandbox is no longer in the list. */
-static void destroy_sandbox(struct service *svc, struct sandbox *sb)
+void service_discard(struct service *svc, struct sandbox *sb)
 {
 	int status;
 
@@ -155,6 +154,11 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	for (int i = 0; i < sb->net.nallow; i++) {
 		argv[argc++] = "--allow-net";
 		argv[argc++] = sb->net.allow[i];
+	}
+	/* Its connection attempts; without rules it makes none (no log opened). */
+	if (svc->cfg.audit && sb->net.nallow) {
+		argv[argc++] = "--audit";
+		argv[argc++] = (char *)svc->cfg.audit;
 	}
 	for (int i = 0; i < sb->net.nresolve; i++) {
 		argv[argc++] = "--resolve";
@@ -237,11 +241,23 @@ static void link_sandbox(struct service *svc, struct sandbox *sb)
 	svc->list = sb;
 }
 
-void service_link(struct service *svc, struct sandbox *sb)
+int service_link(struct service *svc, struct sandbox **sbs, unsigned n)
 {
+	int rc;
+
 	pthread_mutex_lock(&svc->lock);
-	link_sandbox(svc, sb);
+	rc = svc->stopping ? -ESHUTDOWN : 0;   /* the drain swept the list, or is about to */
+	for (unsigned i = 0; !rc && i < n; i++) {
+		sbs[i]->state = SB_RUNNING;
+		link_sandbox(svc, sbs[i]);
+	}
 	pthread_mutex_unlock(&svc->lock);
+	return rc;
+}
+
+void service_link_locked(struct service *svc, struct sandbox *sb)
+{
+	link_sandbox(svc, sb);
 }
 
 static void unlink_sandbox(struct service *svc, struct sandbox *sb)
@@ -251,71 +267,6 @@ static void unlink_sandbox(struct service *svc, struct sandbox *sb)
 			*p = sb->next;
 			return;
 		}
-}
-
-/* The template whose pool is short, or NULL. The lock held. */
-static struct service_template *pool_short(struct service *svc)
-{
-	for (unsigned i = 0; i < svc->cfg.ntmpl; i++) {
-		struct service_template *t = &svc->cfg.tmpl[i];
-
-		if (t->pool_ready + t->pool_starting < svc->cfg.pool)
-			return t;
-	}
-	return NULL;
-}
-
-/* The pool's refill thread: keeps cfg.pool VMs of each template ready. */
-static void *pool_main(void *arg)
-{
-	struct service *svc = arg;
-	char err[400];
-
-	pthread_mutex_lock(&svc->lock);
-	for (;;) {
-		struct service_template *t = NULL;
-		struct sandbox *sb;
-		int rc;
-
-		while (!svc->stopping && !(t = pool_short(svc)))
-			pthread_cond_wait(&svc->changed, &svc->lock);
-		if (svc->stopping)
-			break;
-		sb = service_new_sandbox(svc, t);
-		if (!sb)
-			break;
-		sb->state = SB_STARTING;
-		t->pool_starting++;
-		pthread_mutex_unlock(&svc->lock);
-		rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
-		if (!rc) {
-			record_of(sb, "pool");
-			registry_write(sb->dir, &sb->rec);
-		}
-		pthread_mutex_lock(&svc->lock);
-		t->pool_starting--;
-		if (rc) {
-			if (!svc->stopping)
-				log_warn("serve: the warm pool of template '%s' cannot start a VM: %s",
-					 t->name, err);
-			free_sandbox(sb);
-			/* Not in a tight loop: wait a moment, or for the drain. */
-			if (!svc->stopping) {
-				struct timespec until;
-
-				clock_gettime(CLOCK_REALTIME, &until);
-				until.tv_sec += 5;
-				pthread_cond_timedwait(&svc->changed, &svc->lock, &until);
-			}
-			continue;
-		}
-		sb->state = SB_POOL;
-		link_sandbox(svc, sb);
-		t->pool_ready++;
-		pthread_cond_broadcast(&svc->changed);
-	}
-	pthread_mutex_unlock(&svc->lock);
-	return NULL;
 }
 
 struct service_template *service_template_find(struct service *svc, const char *name)
@@ -344,18 +295,6 @@ static bool shape_ok(const struct service_template *t, const struct api_create *
 	else
 		return true;
 	return false;
-}
-
-static struct sandbox *take_pooled(struct service *svc, struct service_template *t)
-{
-	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
-		if (sb->state == SB_POOL && sb->tmpl == t) {
-			sb->state = SB_STARTING;
-			t->pool_ready--;
-			pthread_cond_broadcast(&svc->changed);   /* refill */
-			return sb;
-		}
-	return NULL;
 }
 
 int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
@@ -389,7 +328,7 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	}
 	svc->count++;
 	if (fits)
-		sb = take_pooled(svc, t);
+		sb = pool_take(svc, t);
 	pthread_mutex_unlock(&svc->lock);
 	if (!sb) {
 		sb = service_new_sandbox(svc, t);
@@ -554,7 +493,7 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 		sb->state = SB_STOPPING;
 	unlink_sandbox(svc, sb);
 	pthread_mutex_unlock(&svc->lock);
-	destroy_sandbox(svc, sb);
+	service_discard(svc, sb);
 	pthread_mutex_lock(&svc->lock);
 	svc->count--;
 	pthread_mutex_unlock(&svc->lock);
@@ -678,7 +617,7 @@ void service_tick(struct service *svc)
 		struct sandbox *sb = doomed;
 
 		doomed = sb->next;
-		destroy_sandbox(svc, sb);
+		service_discard(svc, sb);
 	}
 }
 
@@ -706,15 +645,7 @@ int service_start(struct service *svc)
 		log_say("serve: cannot create %s: %s", sbdir, strerror(-rc));
 		return rc;
 	}
-	if (svc->cfg.pool) {
-		rc = pthread_create(&svc->pool_thread, NULL, pool_main, svc);
-		if (rc) {
-			log_say("serve: cannot start the pool thread: %s", strerror(rc));
-			return -rc;
-		}
-		svc->pool_started = true;
-	}
-	return 0;
+	return pool_start(svc);
 }
 
 /* Wait until no call holds a sandbox, or until `until`. The lock held. */
@@ -758,10 +689,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	/* Calls still in flight give up now: their VMs are about to go. */
 	if (write(svc->stop_fd, &one, sizeof(one)) < 0)
 		log_warn("serve: cannot signal the drain: %s", strerror(errno));
-	if (svc->pool_started) {
-		pthread_join(svc->pool_thread, NULL);
-		svc->pool_started = false;
-	}
+	pool_join(svc);
 	/* Every VM told to stop at once; a call still on one then fails. */
 	pthread_mutex_lock(&svc->lock);
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
@@ -787,7 +715,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 			sb->state = SB_EXITED;
 			continue;
 		}
-		destroy_sandbox(svc, sb);
+		service_discard(svc, sb);
 	}
 }
 

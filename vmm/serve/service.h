@@ -18,6 +18,7 @@
 #define SERVICE_MAX_SANDBOXES 1024
 #define SERVICE_MAX_EXTRA_ARGS 16
 #define SERVICE_MAX_TEMPLATES METRICS_MAX_TEMPLATES
+#define SERVICE_POOL_THREADS 8   /* the pools' refill threads at most */
 
 enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
 		 SB_RESUMING };
@@ -65,6 +66,7 @@ struct service_config {
 	unsigned ntmpl;
 	unsigned pool;             /* --pool N ready VMs per template */
 	char *extra[SERVICE_MAX_EXTRA_ARGS];   /* boot options passed on (--no-jail...) */
+	const char *audit;         /* --audit, absolute; given to VMs with network rules */
 	int nextra;
 	unsigned call_timeout_s;
 	uint64_t max_output;
@@ -85,8 +87,8 @@ struct service {
 	struct metrics metrics;
 	struct audit_log audit;
 	struct gate gate;          /* audit log and approver; per call a copy names caller, sandbox */
-	pthread_t pool_thread;
-	bool pool_started;
+	pthread_t pool_threads[SERVICE_POOL_THREADS];   /* pool.c's refill threads */
+	unsigned npool;
 	uint64_t next_exec;
 };
 
@@ -136,11 +138,19 @@ struct service_template *service_template_find(struct service *svc, const char *
 /* For live.c (pause, resume, fork): a new sandbox of template t (not
  * linked; NULL when out of memory); its VM started from the snapshot in
  * snap (NULL: its template's) and its agent waited for (0, or an HTTP
- * status with err); linked into the list (the lock not held). */
+ * status with err). */
 struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t);
 int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		     const char *snap, char *err, size_t errlen);
-void service_link(struct service *svc, struct sandbox *sb);
+/* Link n new sandboxes at once, running: a call sees all of them or none
+ * (a fork's children appear when the fork has succeeded). 0; -ESHUTDOWN
+ * when draining (none linked: service_discard each). */
+int service_link(struct service *svc, struct sandbox **sbs, unsigned n);
+/* A sandbox never linked (or no longer): its VM stopped, what it left
+ * cleaned, its directory removed, sb freed. */
+void service_discard(struct service *svc, struct sandbox *sb);
+/* Link sb into the list (pool.c: a ready pooled VM). The lock held. */
+void service_link_locked(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
 const char *service_state_name(enum sb_state st);

@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -68,50 +70,89 @@ pid_t supervise_spawn(struct supervisor *s, char *const argv[], const char *log_
 	return pid;
 }
 
-/* In the child, between fork and exec: async-signal-safe calls only. */
-static void __attribute__((noreturn)) child(const struct spawn_req *r, pid_t parent, int log_fd,
-					    int null_fd)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
+extern char **environ;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-		_exit(127);   /* the service already went: so does its VM */
-	setpgid(0, 0);
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(null_fd, STDOUT_FILENO) < 0 ||
-	    dup2(log_fd, STDERR_FILENO) < 0)
-		_exit(127);
+/* The child's stack while it runs in the service's memory, until its exec. */
+#define CHILD_STACK (64 << 10)
+
+struct child_args {
+	const struct spawn_req *r;
+	pid_t parent;
+	int log_fd, null_fd;
+};
+
+/* The kernel's struct sigaction, for a raw rt_sigaction. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/* In the child, until its exec: it shares the service's memory (CLONE_VM,
+ * the service's thread stopped meanwhile), so raw system calls only (no
+ * errno, no interceptor, no sanitizer state: its shadow is the service's).
+ * It starts with every signal blocked; each handler goes back to the
+ * default before the mask is cleared. */
+__attribute__((no_sanitize("address", "undefined"), noreturn))
+static int child(void *arg)
+{
+	const struct child_args *a = arg;
+	struct kernel_sigaction dfl = { .handler = SIG_DFL };
+	uint64_t none = 0;
+
+	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    syscall(SYS_getppid) != a->parent)
+		syscall(SYS_exit_group, 127);   /* the service already went: so does its VM */
+	syscall(SYS_setpgid, 0, 0);
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	if (syscall(SYS_dup3, a->null_fd, STDIN_FILENO, 0) < 0 ||
+	    syscall(SYS_dup3, a->null_fd, STDOUT_FILENO, 0) < 0 ||
+	    syscall(SYS_dup3, a->log_fd, STDERR_FILENO, 0) < 0)
+		syscall(SYS_exit_group, 127);
 	syscall(SYS_close_range, 3, ~0U, 0);
-	execv(r->argv[0], r->argv);
-	_exit(127);
+	syscall(SYS_execve, a->r->argv[0], a->r->argv, environ);
+	syscall(SYS_exit_group, 127);
+	__builtin_unreachable();
 }
 
+/* A vfork-like clone, not fork(): the service (many threads, a large and
+ * busy heap) never has its page tables copied, nor takes a copy-on-write
+ * fault on every page it writes until the child's exec. */
 static pid_t spawn_one(const struct spawn_req *r)
 {
-	int log_fd = open(r->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	pid_t parent = getpid(), pid = -EIO;
+	struct child_args a = { r, getpid(), -1, -1 };
+	void *stack = MAP_FAILED;
+	sigset_t all, old;
+	pid_t pid = -EIO;
 
-	if (log_fd < 0 || null_fd < 0) {
+	a.log_fd = open(r->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	a.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (a.log_fd >= 0 && a.null_fd >= 0)
+		stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
 		pid = -errno;
 		goto out_close;
 	}
-	pid = fork();
-	if (pid == 0)
-		child(r, parent, log_fd, null_fd);
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(child, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	if (pid < 0)
 		pid = -errno;
-	else
-		setpgid(pid, pid);   /* also here: no window where a group kill misses it */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* The child has exec'd or ended (CLONE_VFORK): its group was made
+	 * before, so no group kill misses it, and its stack is free. */
+	munmap(stack, CHILD_STACK);
 out_close:
-	if (log_fd >= 0)
-		close(log_fd);
-	if (null_fd >= 0)
-		close(null_fd);
+	if (a.log_fd >= 0)
+		close(a.log_fd);
+	if (a.null_fd >= 0)
+		close(a.null_fd);
 	return pid;
 }
 

@@ -11,11 +11,12 @@
 
 struct spawn_req;
 
-/* PR_SET_PDEATHSIG fires when the *thread* that forked a child ends, not
- * the process: a child forked by an HTTP connection's thread would be
- * killed when that connection closes. So every VM process is forked by
- * the thread that runs supervise_pending (the main thread, alive as long
- * as the service), on behalf of whichever thread asked. */
+/* PR_SET_PDEATHSIG fires when the *thread* that made a child ends, not
+ * the process: a child made by an HTTP connection's thread would be
+ * killed when that connection closes. So every VM process is started (a
+ * vfork-like clone, then its exec) by the thread that runs
+ * supervise_pending (the main thread, alive as long as the service), on
+ * behalf of whichever thread asked. */
 struct supervisor {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
