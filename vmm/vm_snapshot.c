@@ -397,12 +397,13 @@ static int give_back(const char *tmp, const char **why)
 
 /* Put the finished tmp directory where dir is: a new name, or swapped
  * whole with an older snapshot (a VM running from the old one keeps the
- * files it mapped). Anything else at dir is not ours to replace. */
-static int install(const char *tmp, const char *dir, const char **why)
+ * files it mapped). Anything else at dir is not ours to replace. give:
+ * the files were the jailed VMM's, and become ours first. */
+static int install(const char *tmp, const char *dir, bool give, const char **why)
 {
 	char path[CONFIG_PATH_MAX + 64];
 	struct stat st;
-	int rc = give_back(tmp, why);
+	int rc = give ? give_back(tmp, why) : 0;
 
 	if (rc)
 		return rc;
@@ -484,13 +485,23 @@ void vm_snapshot_discard(const char *tmp)
 	remove_snapshot_dir(tmp);
 }
 
-int vm_snapshot_install(const char *tmp, const char *dir, const char **why)
+static int install_or_discard(const char *tmp, const char *dir, bool give, const char **why)
 {
-	int rc = install(tmp, dir, why);
+	int rc = install(tmp, dir, give, why);
 
 	if (rc)
 		remove_snapshot_dir(tmp);
 	return rc;
+}
+
+int vm_snapshot_install(const char *tmp, const char *dir, const char **why)
+{
+	return install_or_discard(tmp, dir, true, why);
+}
+
+int vm_snapshot_install_own(const char *tmp, const char *dir, const char **why)
+{
+	return install_or_discard(tmp, dir, false, why);
 }
 
 int vm_snapshot_save(struct vm *vm, const char *tmp, const struct snapshot_sources *src,

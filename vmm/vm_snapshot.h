@@ -95,6 +95,12 @@ int vm_snapshot_tmpdir(const char *dir, const struct vm_config *cfg, char *tmp, 
  * removed. 0 or -errno with *why. */
 int vm_snapshot_install(const char *tmp, const char *dir, const char **why);
 
+/* The same for a save this very process wrote (unjailed: --no-jail, or no
+ * user namespace), from its snapshot thread under its filter: the files
+ * are already the caller's, so no owner is read or changed (geteuid,
+ * getegid and lchown are not in the snapshot role). */
+int vm_snapshot_install_own(const char *tmp, const char *dir, const char **why);
+
 /* Remove tmp and the snapshot files in it (a failed save). */
 void vm_snapshot_discard(const char *tmp);
 

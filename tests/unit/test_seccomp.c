@@ -273,40 +273,52 @@ Test(seccomp, enter_with_the_selftest_hook_dies_on_its_own_call)
 	}
 }
 
+/* Runs a helper program (argv[0]) in a child, its stderr in out, with an
+ * alarm that turns a hang into SIGALRM; its wait status. */
+static int run_helper(char *const argv[], char *out, size_t size)
+{
+	int p[2], status;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	out[0] = '\0';
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		alarm(20);
+		execv(argv[0], argv);
+		_exit(101);
+	}
+	close(p[1]);
+	while (got < size - 1 && (n = read(p[0], out + got, size - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 /* A sanitizer build's runtime works under every filter: the leak check at
  * exit (LeakSanitizer clones a helper that ptraces the threads; a call it
  * may not make used to leave the process spinning for ever) and its
  * report. The alarm turns such a hang into a failure. */
 Test(seccomp, the_sanitizer_runtime_runs_under_every_filter)
 {
-	const char *helper = getenv("SECCOMP_EXIT_HELPER");
+	char *helper = getenv("SECCOMP_EXIT_HELPER");
 
 	cr_assert(helper, "SECCOMP_EXIT_HELPER is not set (meson sets it)");
 	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
 		for (int leak = 0; leak < 2; leak++) {
 			char arg[8];
-			char out[4096] = "";
-			int p[2], status;
-			size_t got = 0;
-			ssize_t n;
-			pid_t pid;
+			char out[4096];
+			char *argv[] = { helper, arg, leak ? "leak" : NULL, NULL };
+			int status;
 
 			snprintf(arg, sizeof(arg), "%d", role);
-			cr_assert_eq(pipe(p), 0);
-			pid = fork();
-			cr_assert_geq(pid, 0);
-			if (pid == 0) {
-				dup2(p[1], STDERR_FILENO);
-				alarm(20);
-				execl(helper, helper, arg, leak ? "leak" : NULL, (char *)NULL);
-				_exit(101);
-			}
-			close(p[1]);
-			while (got < sizeof(out) - 1 &&
-			       (n = read(p[0], out + got, sizeof(out) - 1 - got)) > 0)
-				got += (size_t)n;
-			close(p[0]);
-			cr_assert_eq(waitpid(pid, &status, 0), pid);
+			status = run_helper(argv, out, sizeof(out));
 			cr_expect(WIFEXITED(status), "role %s%s: killed by signal %d (a hang ends by SIGALRM)",
 				  seccomp_role_name(role), leak ? ", leaking" : "", WTERMSIG(status));
 			if (!WIFEXITED(status))
@@ -317,6 +329,36 @@ Test(seccomp, the_sanitizer_runtime_runs_under_every_filter)
 			if (leak && seccomp_filters_sanitizer)
 				cr_expect(strstr(out, "LeakSanitizer: detected memory leaks"),
 					  "role %s: no leak report: %s", seccomp_role_name(role), out);
+		}
+	}
+}
+
+/* The release binary's libraries under every role's release filter (no
+ * sanitizer group, whatever this build is): after seccomp_setup, a
+ * filtered thread's first JSON object, small and large blocks, a trimmed
+ * heap and a ninth thread allocating make no call its role lacks (jansson
+ * would otherwise open /dev/urandom, glibc's malloc
+ * /sys/devices/system/cpu/online and /proc/sys/vm/overcommit_memory, from
+ * that thread). */
+Test(seccomp, glibc_malloc_and_jansson_run_under_every_release_filter)
+{
+	char *helper = getenv("SECCOMP_LIBS_HELPER");
+
+	cr_assert(helper, "SECCOMP_LIBS_HELPER is not set (meson sets it)");
+	for (int role = 0; role < SECCOMP_ROLE_COUNT; role++) {
+		for (int busy = 0; busy <= 8; busy += 8) {
+			char arg[8], nbusy[8];
+			char out[1024];
+			char *argv[] = { helper, arg, nbusy, NULL };
+			int status;
+
+			snprintf(arg, sizeof(arg), "%d", role);
+			snprintf(nbusy, sizeof(nbusy), "%d", busy);
+			status = run_helper(argv, out, sizeof(out));
+			cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+				  "role %s, %d threads before: %s %d: %s", seccomp_role_name(role), busy,
+				  WIFEXITED(status) ? "exit" : "signal",
+				  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
 		}
 	}
 }

@@ -1,6 +1,7 @@
 /* test_snapshot_install.c - a snapshot is written into a directory made beside --out before the VM (and its jail), then put in --out's place whole: a new name, an older snapshot swapped, anything else refused untouched; a failure leaves nothing beside it. */
 #include "vm_snapshot.h"
 #include "dir_files.h"
+#include "seccomp/seccomp.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char base[64];
@@ -83,6 +85,38 @@ Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
 	fake_save(tmp, "first");
 	cr_assert_eq(vm_snapshot_install(tmp, out, &why), 0, "%s", why);
 	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "first");
+	only("snap", "kernel\\|rootfs");
+}
+
+/* Unjailed (--no-jail), the snapshot thread installs what it saved, under
+ * its filter: a new name, then an older snapshot swapped. */
+Test(snapshot_install, an_unjailed_save_installs_under_the_snapshot_filter)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	int status;
+	pid_t pid;
+
+	for (int round = 0; round < 2; round++) {
+		begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+		fake_save(tmp, round ? "second" : "first");
+		fflush(NULL);
+		pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			const char *why = "";
+
+			if (seccomp_install(SECCOMP_ROLE_SNAPSHOT))
+				_exit(100);
+			_exit(vm_snapshot_install_own(tmp, out, &why) ? 1 : 0);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "round %d: the install under the snapshot filter ended with %s %d", round,
+			  WIFEXITED(status) ? "exit" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		cr_assert_str_eq(get(out, SNAPSHOT_STATE), round ? "second" : "first");
+	}
 	only("snap", "kernel\\|rootfs");
 }
 

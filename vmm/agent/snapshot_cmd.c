@@ -145,7 +145,7 @@ static void make_job(struct vm_agent *va, void *opaque)
 	}
 	rc = vm_snapshot_save(&va->vm, m->tmp, &m->src, &m->stats, &why);
 	if (!rc && m->out)
-		rc = vm_snapshot_install(m->tmp, m->out, &why);
+		rc = vm_snapshot_install_own(m->tmp, m->out, &why);
 	if (rc) {
 		make_fail(m, RUN_EXIT_MAYFLY, "cannot save the snapshot: %s", why);
 		return;

@@ -319,7 +319,7 @@ static void __attribute__((noreturn)) broker_main(int fd, const struct net_polic
 	    (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0))
 		_exit(1);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	prctl(PR_SET_NAME, "mayfly-netbroker", 0, 0, 0);
+	prctl(PR_SET_NAME, "mayfly-broker", 0, 0, 0);   /* mayfly-<role>, within comm's 15 */
 	fork_workers();
 	/* /etc/hosts, then DNS, both inside libc: the host's nsswitch.conf
 	 * could name a module (mdns, systemd's resolve) whose loading needs

@@ -5,7 +5,9 @@
 #include "log.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <linux/audit.h>
+#include <malloc.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -128,6 +130,25 @@ int seccomp_available(void)
 	return 0;
 }
 
+/* What the libraries do once per process, from whichever thread first
+ * needs it, with calls only some roles have (openat, read, close): done
+ * here, before any thread starts. A sanitizer build hid both, its filters
+ * allowing those calls to every role and its allocator having no arenas:
+ * the release binary died of them (docs/security.md). */
+static void settle_libraries(void)
+{
+	/* glibc's malloc opens /sys/devices/system/cpu/online (the arena
+	 * limit, when a ninth thread arena is due) and, when a thread's heap
+	 * first shrinks, /proc/sys/vm/overcommit_memory. One arena, the main
+	 * one (threads share it; it grows and shrinks with brk), has neither
+	 * path. */
+	mallopt(M_ARENA_MAX, 1);
+	/* jansson seeds its hash tables from /dev/urandom at the first JSON
+	 * object: boot --audit's I/O thread made the first one (a connection
+	 * record). */
+	json_object_seed(0);
+}
+
 int seccomp_setup(bool off)
 {
 	int rc;
@@ -144,6 +165,7 @@ int seccomp_setup(bool off)
 			"--no-seccomp runs without", strerror(-rc));
 		return rc;
 	}
+	settle_libraries();
 	seccomp_enable(true);
 	return 0;
 }

@@ -11,10 +11,13 @@
 void seccomp_enable(bool on);
 bool seccomp_enabled(void);
 
-/* A command that runs a VM, once after log_init: --no-seccomp (off) logs
- * a warning and leaves filters off; otherwise checks that the kernel can
- * filter and turns them on. 0, or -errno after one line (the command
- * then fails before building anything). */
+/* A command that runs a VM, once after log_init and before any thread
+ * starts: --no-seccomp (off) logs a warning and leaves filters off;
+ * otherwise checks that the kernel can filter, settles what glibc's
+ * malloc and jansson would otherwise do later from any thread with calls
+ * a role lacks (one malloc arena; the JSON hash seed) and turns them on.
+ * 0, or -errno after one line (the command then fails before building
+ * anything). */
 int seccomp_setup(bool off) __attribute__((warn_unused_result));
 
 /* 0 when this kernel can filter system calls, else -errno (no
