@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <time.h>
@@ -142,3 +143,16 @@ int thread_write_all(int fd, const void *buf, size_t len, const atomic_bool *giv
 	}
 	return 0;
 }
+
+/* noinline: its own frame is the current one, and madvise's call is
+ * within the two pages spared below it. */
+__attribute__((noinline)) void thread_drop_dead_stack(void)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - 2 * page;
+
+	for (uintptr_t p = top; top - p < THREAD_DEAD_STACK_MAX && p >= page; p -= page)
+		if (madvise((void *)p, page, MADV_DONTNEED) < 0)
+			break;
+}
+

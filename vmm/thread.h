@@ -55,6 +55,16 @@ bool thread_stop(pthread_t thread, unsigned grace_ms, atomic_bool *give_up);
  * forbids the prctl. The main thread keeps the process's name. */
 void thread_set_name(const char *role);
 
+/* Main thread only, about to wait for long (a VM process, a jail's
+ * supervisor): give back the pages of its stack below the current frame
+ * (dead frames of the build, written after a fork or clone, so each copy
+ * is this process's alone). Page by page down to the stack's first
+ * unmapped page (the kernel keeps a gap below the main stack), at most
+ * THREAD_DEAD_STACK_MAX; a page touched again comes back zeroed. Not for
+ * other threads: below their stacks lie other mappings. */
+#define THREAD_DEAD_STACK_MAX (1024 * 1024)
+void thread_drop_dead_stack(void);
+
 /* Write all of buf to fd from a thread thread_stop may end: retries short
  * writes and EINTR, waits in poll(2) when fd is non-blocking, and checks
  * *give_up after every call. 0, -ECANCELED once *give_up is set (what was

@@ -119,6 +119,9 @@ int vm_run(struct vm *vm)
 	vcpu_release(&vm->cpus);
 	/* The guest runs already; a stop or signal meanwhile waits for it. */
 	vm_populate_workingset(vm);
+	/* The build's frames are dead: a forked child's copies of them need
+	 * not stay (this thread only waits from here). */
+	thread_drop_dead_stack();
 	while (atomic_load(&vm->exit_code) < 0) {
 		struct pollfd fds[2] = { { .fd = vm->stop_fd, .events = POLLIN },
 					 { .fd = sig_fd, .events = POLLIN } };

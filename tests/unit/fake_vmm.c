@@ -12,9 +12,15 @@
  * the fork's other children are up by then).
  * $FAKE_VMM_DELAY_MS: every VM waits that long before it listens (a slow
  * restore).
+ * PATH.ctl, bound before PATH like boot's control socket, answers READY
+ * with OK (the agent behind PATH is up by then); any other request gets
+ * its connection closed.
  * usage: fake_vmm fork ... --out DIR: a fork that saved nothing: DIR made.
  */
+#include "control/ctl_msg.h"
+
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,11 +34,13 @@
 #include <unistd.h>
 
 static const char *sock_path;
+static char ctl_path[128];
 
 static void on_term(int sig)
 {
 	(void)sig;
 	unlink(sock_path);
+	unlink(ctl_path);
 	kill(0, SIGKILL);   /* our agents: we lead the group the service made */
 	_exit(0);
 }
@@ -53,6 +61,34 @@ static void serve_one(int c, const char *agent, const char *home)
 		_exit(127);
 	execl(agent, "mayfly-agent", "--fd", "10", "--home", home, (char *)NULL);
 	_exit(127);
+}
+
+static int listen_at(const char *path, int type)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, type, 0);
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -1;
+	strcpy(sa.sun_path, path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0)
+		return -1;
+	return fd;
+}
+
+/* One control request: READY answered OK. */
+static void answer_ctl(int c)
+{
+	uint8_t in[CTL_REQUEST_LEN], out[CTL_REPLY_LEN];
+	struct ctl_reply r = { .status = CTL_ST_OK };
+	struct ctl_request req;
+	const char *why;
+	int fds[CTL_NFDS], nfds, n = ctl_recv(c, in, sizeof(in), fds, 0, &nfds, 5000, -1);
+
+	if (n <= 0 || ctl_request_decode(&req, in, (size_t)n, nfds, &why) || req.op != CTL_OP_READY)
+		return;
+	ctl_reply_encode(&r, out);
+	ctl_send(c, out, sizeof(out), NULL, 0);
 }
 
 /* Whether this start is the $FAKE_VMM_FAIL_NTH start of a fork's child. */
@@ -76,10 +112,9 @@ static int nth_fork_child(const char *snap, const char *home)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *agent = getenv("MAYFLY_AGENT"), *home = getenv("FAKE_VMM_HOME");
 	const char *snap = NULL, *out = NULL;
-	int fd;
+	int fd, ctl;
 
 	for (int i = 1; i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--vsock"))
@@ -99,7 +134,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mayfly: cannot restore: a fake failure\n");
 		return 1;
 	}
-	if (!sock_path || !agent || strlen(sock_path) >= sizeof(sa.sun_path)) {
+	if (!sock_path || !agent) {
 		fprintf(stderr, "fake_vmm: --vsock PATH and $MAYFLY_AGENT needed\n");
 		return 2;
 	}
@@ -107,19 +142,33 @@ int main(int argc, char **argv)
 		usleep((useconds_t)atoi(getenv("FAKE_VMM_DELAY_MS")) * 1000);
 	signal(SIGTERM, on_term);
 	signal(SIGCHLD, SIG_IGN);   /* agents reaped by the kernel */
-	strcpy(sa.sun_path, sock_path);
-	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+	if (ctl_socket_path(sock_path, ctl_path, sizeof(ctl_path)) ||
+	    (ctl = listen_at(ctl_path, SOCK_SEQPACKET)) < 0 ||
+	    (fd = listen_at(sock_path, SOCK_STREAM)) < 0) {
 		perror("fake_vmm");
 		return 1;
 	}
 	for (;;) {
-		int c = accept(fd, NULL, NULL);
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN } };
+		int c;
 
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents) {
+			c = accept(ctl, NULL, NULL);
+			if (c >= 0) {
+				answer_ctl(c);
+				close(c);
+			}
+		}
+		if (!p[0].revents)
+			continue;
+		c = accept(fd, NULL, NULL);
 		if (c < 0)
 			continue;
 		if (fork() == 0) {
 			close(fd);
+			close(ctl);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			serve_one(c, agent, home ? home : "/tmp");
 		}

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "control/ctl_client.h"
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"
 #include "dir_count.h"
@@ -58,7 +60,7 @@ Test(ctl_msg, request_refusals)
 	memcpy(bad, buf, sizeof(bad));
 	bad[0] ^= 1;
 	cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
-	for (uint32_t op = 0; op < 8; op += 5) {
+	for (uint32_t op = 0; op < 8; op += 6) {
 		memcpy(bad, buf, sizeof(bad));
 		bad[8] = (uint8_t)op;
 		cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
@@ -255,6 +257,46 @@ Test(ctl_server, refuses_bad_requests_and_cleans_up)
 		unlink(path);
 	}
 	cr_assert_eq(rmdir(t.dir), 0, "nothing else left in the directory");
+}
+
+/* READY: answered once the agent thread says so (no connection into the
+ * guest); a VM ending first answers FAILED; no control socket is ENAMETOOLONG
+ * (the service then asks the agent) and a missing one an error. */
+Test(ctl_server, ready_after_the_agent_and_failed_when_the_vm_ends)
+{
+	uint64_t soon = clock_now_ns() + 5000000000ULL;
+	uint8_t req[CTL_REQUEST_LEN], buf[CTL_REPLY_LEN];
+	struct ctl_reply r;
+	struct served t;
+	const char *why = "";
+	char longer[120];
+	int fd, got[1], ngot;
+
+	serve_start(&t);
+	encode_req(CTL_OP_READY, "", req);
+	/* Not ready yet: the VM ends meanwhile. */
+	fd = dial(&t);
+	cr_assert_eq(ctl_send(fd, req, sizeof(req), NULL, 0), 0);
+	cr_assert_eq(ctl_recv(fd, buf, sizeof(buf), got, 0, &ngot, 200, -1), -ETIMEDOUT,
+		     "no answer before the agent is ready");
+	ctl_server_stop(&t.s);
+	cr_assert_eq(ctl_recv(fd, buf, sizeof(buf), got, 0, &ngot, 5000, -1), CTL_REPLY_LEN);
+	cr_assert_eq(ctl_reply_decode(&r, buf, sizeof(buf), &why), 0, "%s", why);
+	cr_assert_eq(r.status, CTL_ST_FAILED);
+	close(fd);
+	cr_assert_neq(ctl_client_ready(t.vsock, soon, -1, &why), 0, "no VM: not ready");
+	cr_assert_eq(rmdir(t.dir), 0);
+
+	serve_start(&t);
+	ctl_server_ready(&t.s);
+	cr_assert_eq(ask(&t, req, sizeof(req), NULL, 0), CTL_ST_OK);
+	cr_assert_eq(ctl_client_ready(t.vsock, soon, -1, &why), 0, "%s", why);
+	cr_assert_eq(ctl_client_ready(t.vsock, soon, -1, &why), 0, "asked again: still ready");
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	cr_assert_eq(ctl_client_ready(longer, soon, -1, &why), -ENAMETOOLONG);
+	ctl_server_stop(&t.s);
+	cr_assert_eq(rmdir(t.dir), 0);
 }
 
 Test(ctl_server, stale_socket_replaced_other_file_refused)

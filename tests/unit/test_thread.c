@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -125,3 +127,48 @@ Test(thread, write_all_waits_on_a_non_blocking_fd, .timeout = 30)
 	close(p[0]);
 	close(p[1]);
 }
+
+#define DEEP_BYTES (64 * 1024)
+
+/* A deep frame that writes its pages, then returns: where they were
+ * (an address only, never used as a pointer). */
+static __attribute__((noinline)) void dirty_deep_frame(uintptr_t *where)
+{
+	volatile char buf[DEEP_BYTES];
+
+	for (size_t i = 0; i < sizeof(buf); i += 512)
+		buf[i] = 1;
+	*where = (uintptr_t)&buf[0];
+}
+
+static unsigned resident_pages(uintptr_t from, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (from + page - 1) & ~(page - 1);
+	unsigned char vec[DEEP_BYTES / 4096 + 1];
+	unsigned n = 0;
+
+	len = (len - (start - from)) & ~(page - 1);
+	cr_assert_eq(mincore((void *)start, len, vec), 0, "%s", strerror(errno));
+	for (size_t i = 0; i < len / page; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* The main thread's dead frames go back to the kernel; the live ones and
+ * what runs after stay intact. */
+Test(thread, dead_stack_below_the_frame_given_back)
+{
+	volatile int live = 42;
+	uintptr_t deep, again;
+
+	dirty_deep_frame(&deep);
+	size_t len = DEEP_BYTES / 2;   /* the deepest half: far below this frame */
+
+	cr_assert_gt(resident_pages(deep, len), 0, "the deep frame's pages were written");
+	thread_drop_dead_stack();
+	cr_assert_eq(resident_pages(deep, len), 0, "the dead frames' pages are given back");
+	cr_assert_eq(live, 42);
+	dirty_deep_frame(&again);
+	cr_assert_gt(resident_pages(again, len), 0, "the stack is usable again");
+}
+

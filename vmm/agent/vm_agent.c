@@ -163,6 +163,8 @@ static void agent_work(struct vm_agent *va)
 	if (va->vm.snap && va->vm.vsock)
 		virtio_vsock_release(va->vm.vsock);
 	va->ready_ns = clock_now_ns();
+	if (va->ctl)
+		ctl_server_ready(va->ctl);   /* the service's check that we are up */
 	log_info("guest agent ready after %.1f ms", (double)(va->ready_ns - va->start_ns) / 1e6);
 	if (!va->job) {
 		agent_client_close(&va->client);   /* freshened: the VM is the user's now */

@@ -300,3 +300,41 @@ int cmd_ctl(struct cli *c, int argc, char **argv, bool fork)
 		close(j.sig_fd);
 	return code;
 }
+
+int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	static _Thread_local char msg[CTL_TEXT_MAX + 64];
+	struct ctl_request req = { .op = CTL_OP_READY };
+	uint8_t out[CTL_REQUEST_LEN], in[CTL_REPLY_LEN];
+	uint64_t now = clock_now_ns();
+	struct ctl_reply r;
+	struct sockaddr_un a;
+	char path[128];
+	int sock, n, nfds, fds[1];
+
+	if (ctl_socket_path(vsock, path, sizeof(path)) || ctl_sockaddr(path, &a))
+		return -ENAMETOOLONG;
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	ctl_request_encode(&req, out);
+	n = connect(sock, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno :
+	    ctl_send(sock, out, sizeof(out), NULL, 0);
+	if (!n)
+		n = ctl_recv(sock, in, sizeof(in), fds, 0, &nfds,
+			     now < deadline_ns ? (int)((deadline_ns - now) / 1000000) : 0, cancel_fd);
+	close(sock);
+	if (n > 0 && ctl_reply_decode(&r, in, (size_t)n, why) == 0) {
+		if (r.status == CTL_ST_OK)
+			return 0;
+		snprintf(msg, sizeof(msg), "%s", r.text);
+		*why = msg;
+		return -EIO;
+	}
+	if (n > 0)
+		return -EBADMSG;   /* *why says how */
+	snprintf(msg, sizeof(msg), "no answer from its control socket: %s",
+		 n == 0 ? "the VM ended" : n == -ETIMEDOUT ? "timed out" : strerror(-n));
+	*why = msg;
+	return n == 0 ? -ECONNRESET : n;
+}

@@ -19,6 +19,7 @@ enum ctl_op {
 	CTL_OP_FORK = 2,    /* save, the VM goes on */
 	CTL_OP_COMMIT = 3,  /* after a pause's OK: the snapshot is in place, end */
 	CTL_OP_ABORT = 4,   /* after a pause's OK: it is not, go on running */
+	CTL_OP_READY = 5,   /* wait until the guest agent is freshened: OK, else FAILED */
 };
 
 enum ctl_status {

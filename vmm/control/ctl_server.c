@@ -89,7 +89,7 @@ int ctl_server_open(struct ctl_server *s, const struct vm_config *cfg, const str
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	s->listen_fd = s->stop_fd = s->kernel_fd = s->rootfs_fd = s->kept_fd = -1;
+	s->listen_fd = s->stop_fd = s->ready_fd = s->kernel_fd = s->rootfs_fd = s->kept_fd = -1;
 	if (!cfg->vsock_path[0])
 		return 0;
 	if (ctl_socket_path(cfg->vsock_path, s->path, sizeof(s->path))) {
@@ -125,8 +125,9 @@ int ctl_server_open(struct ctl_server *s, const struct vm_config *cfg, const str
 			       (s->rootfs_fd < 0 || !image_id_remembered(s->rootfs_fd, &s->ids.rootfs));
 	}
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->client = calloc(1, sizeof(*s->client));   /* large: its frame buffers */
-	if (s->stop_fd < 0 || !s->client) {
+	if (s->stop_fd < 0 || s->ready_fd < 0 || !s->client) {
 		rc = -ENOMEM;
 		log_say("cannot set up the control socket: out of memory or fds");
 		goto err;
@@ -339,6 +340,27 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 	return true;
 }
 
+/* READY: whether the guest agent answers, without a connection of the
+ * asker's own into the guest (each one costs the guest's agent its
+ * buffers: a forked child's pages). The agent thread's FRESHEN is the
+ * proof; until it comes, wait (the VM ends, and with it this socket, if it
+ * never does), bounded like the agent thread's own wait. */
+static void answer_ready(struct ctl_server *s, int fd)
+{
+	struct pollfd p[2] = { { .fd = s->ready_fd, .events = POLLIN },
+			       { .fd = s->stop_fd, .events = POLLIN } };
+	struct ctl_reply r = { 0 };
+	int n;
+
+	do
+		n = poll(p, 2, VM_AGENT_BOOT_TIMEOUT_S * 1000);
+	while (n < 0 && errno == EINTR);
+	if (n > 0 && (p[0].revents & POLLIN))
+		reply(fd, &r, CTL_ST_OK, "the guest agent is ready");
+	else
+		reply(fd, &r, CTL_ST_FAILED, "the guest agent is not ready");
+}
+
 /* One client: one request. True when the VM ends. */
 static bool serve(struct ctl_server *s, int fd)
 {
@@ -347,7 +369,7 @@ static bool serve(struct ctl_server *s, int fd)
 	struct ctl_reply r = { 0 };
 	struct snapshot_fds fds = { -1, -1, -1 };
 	const char *why = "";
-	int got[CTL_NFDS], nfds, n;
+	int got[CTL_NFDS], nfds, n, bad;
 	bool ended;
 
 	n = ctl_recv(fd, buf, sizeof(buf), got, CTL_NFDS, &nfds, REQUEST_WAIT_MS, s->stop_fd);
@@ -357,9 +379,14 @@ static bool serve(struct ctl_server *s, int fd)
 			      strerror(-n));
 		return false;
 	}
-	if (ctl_request_decode(&req, buf, (size_t)n, nfds, &why) ||
+	bad = ctl_request_decode(&req, buf, (size_t)n, nfds, &why);
+	if (!bad && req.op == CTL_OP_READY) {
+		answer_ready(s, fd);
+		return false;
+	}
+	if (bad ||
 	    (req.op != CTL_OP_PAUSE && req.op != CTL_OP_FORK &&
-	     !snap_why(&why, -EINVAL, "no pause to commit or abort")) ||
+	     snap_why(&why, -EINVAL, "no pause to commit or abort")) ||
 	    check_fds(got, &why)) {
 		for (int i = 0; i < nfds; i++)
 			close(got[i]);
@@ -420,6 +447,14 @@ int ctl_server_start(struct ctl_server *s, struct vm *vm)
 	return 0;
 }
 
+void ctl_server_ready(struct ctl_server *s)
+{
+	uint64_t one = 1;
+
+	if (s->ready_fd >= 0 && write(s->ready_fd, &one, sizeof(one)) < 0)
+		log_warn("cannot mark the control socket ready: %s", strerror(errno));
+}
+
 void ctl_server_stop(struct ctl_server *s)
 {
 	uint64_t one = 1;
@@ -439,12 +474,14 @@ void ctl_server_stop(struct ctl_server *s)
 	}
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
+	if (s->ready_fd >= 0)
+		close(s->ready_fd);
 	if (s->kernel_fd >= 0)
 		close(s->kernel_fd);
 	if (s->rootfs_fd >= 0)
 		close(s->rootfs_fd);
 	free(s->client);
 	s->client = NULL;
-	s->listen_fd = s->stop_fd = s->kernel_fd = s->rootfs_fd = -1;
+	s->listen_fd = s->stop_fd = s->ready_fd = s->kernel_fd = s->rootfs_fd = -1;
 	/* kept_fd stays open: the process is about to end. */
 }

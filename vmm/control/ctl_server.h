@@ -15,6 +15,7 @@ struct agent_client;
 struct ctl_server {
 	int listen_fd;              /* -1: none */
 	int stop_fd;                /* eventfd: the thread leaves */
+	int ready_fd;               /* eventfd, readable once the guest agent is freshened */
 	int kernel_fd, rootfs_fd;   /* a cold VM: hashed at the first save (the jail names no file) */
 	bool ids_known;             /* files.kernel and .rootfs are set */
 	struct snapshot_files ids;
@@ -40,6 +41,10 @@ int ctl_server_open(struct ctl_server *s, const struct vm_config *cfg,
 /* After vm_build and jail_enter, before vm_run: serve the socket on a
  * thread of the snapshot seccomp role. 0 or -errno. */
 int ctl_server_start(struct ctl_server *s, struct vm *vm) __attribute__((warn_unused_result));
+
+/* The guest agent answered (a restored one was freshened): READY requests
+ * are answered OK from now on. Any thread; s may be inert. */
+void ctl_server_ready(struct ctl_server *s);
 
 /* After vm_run returned, before vm_destroy: end and join the thread,
  * close the socket and remove its file when this process may (a jailed

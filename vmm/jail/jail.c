@@ -356,6 +356,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	 * it: our free heap pages, given back now, become its alone (each of
 	 * a fork's many children would pay every copy). */
 	malloc_trim(0);
+	thread_drop_dead_stack();   /* and so do our dead frames */
 	*code = supervise(child, parent, &set);
 	close(alive[1]);
 	cleanup(j, cfg, socket_was_there);

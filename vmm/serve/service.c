@@ -4,6 +4,7 @@
 #include "serve/pool.h"
 #include "agent/client.h"
 #include "agent/vm_agent.h"
+#include "control/ctl_client.h"
 #include "clock.h"
 #include "fs_tree.h"
 #include "log.h"
@@ -192,9 +193,15 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	}
 	deadline = clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS_PER_S;
 	wait_vm_socket(svc, sb, deadline);
-	rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT, deadline,
-				  svc->stop_fd, &why);
-	agent_client_close(c);
+	/* The VM's own FRESHEN proves its agent up: asked over the control
+	 * socket, no connection of ours costs the guest its buffers (a
+	 * forked child's pages). A path with no room for one: the agent. */
+	rc = ctl_client_ready(sb->vsock, deadline, svc->stop_fd, &why);
+	if (rc == -ENAMETOOLONG) {
+		rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT,
+					  deadline, svc->stop_fd, &why);
+		agent_client_close(c);
+	}
 	if (rc) {
 		char tail[300];
 
