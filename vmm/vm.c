@@ -291,11 +291,19 @@ static int vm_attach_virtio(struct vm *vm, struct virtio_mmio *m, unsigned slot)
 	return kvm_add_irqfd(&vm->kvm, LAYOUT_VIRTIO_IRQ(slot), m->irq_fd);
 }
 
+/* The UART's two hooks share one opaque: the VM (its KVM fd, its console). */
 static void serial_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
 
 	kvm_irq_line(&vm->kvm, LAYOUT_COM1_IRQ, level);
+}
+
+static void serial_notify(void *opaque)
+{
+	struct vm *vm = opaque;
+
+	console_notify(&vm->console);
 }
 
 /* How the vCPUs and the console end the VM (vcpu.h, console.h). */
@@ -311,7 +319,7 @@ static void guest_reset(void *opaque)
 
 static int vm_add_devices(struct vm *vm)
 {
-	serial_init(&vm->serial, serial_irq, console_notify, &vm->console);
+	serial_init(&vm->serial, serial_irq, serial_notify, vm);
 	i8042_init(&vm->i8042, guest_reset, vm);
 	boot_timer_init(&vm->boot_timer, vm->start_ns);
 
