@@ -248,12 +248,38 @@ Test(seccomp, the_x32_abi_is_killed)
 	expect_line(&o, "main", &c, NULL);
 }
 
+/* Whether this kernel takes 32-bit system calls (int $0x80) at all: built
+ * without IA32 emulation, booted with ia32_emulation=false, or in some
+ * guests (a Firecracker VM with kvm_pvm here), the instruction faults
+ * (SIGSEGV) before any filter sees it, and no i386 call can be made. */
+static bool i386_calls_work(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		long ret;
+
+		dup2(null, STDERR_FILENO);   /* a sanitizer's report of the fault */
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");   /* getpid */
+		syscall(SYS_exit_group, ret > 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* i386's getpid is 20, x86-64's 20 is writev: the architecture check
  * comes before any number is looked at. */
 Test(seccomp, another_architecture_is_killed)
 {
 	struct call c = { .nr = 20, .i386 = true };
-	struct outcome o = run_child(SECCOMP_ROLE_IO, &c, false);
+	struct outcome o;
+
+	if (!i386_calls_work())
+		cr_skip_test("this kernel refuses int $0x80 before any filter (no IA32 emulation)");
+	o = run_child(SECCOMP_ROLE_IO, &c, false);
 
 	cr_expect_eq(o.exited, EXIT_SECCOMP);
 	cr_expect_str_eq(o.err, "mayfly: seccomp: the io thread made a forbidden system call 20 of "
