@@ -200,10 +200,10 @@ int event_loop_start(struct event_loop *loop)
 	 * thread's signalfd, never to device code. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&loop->thread, NULL, event_loop_thread, loop);
+	rc = thread_create(&loop->thread, event_loop_thread, loop);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
-		return -rc;
+		return rc;
 	loop->started = true;
 	return 0;
 }

@@ -33,6 +33,20 @@ int thread_init(void)
 	return kick_installed < 0 ? kick_installed : 0;
 }
 
+int thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+
+	if (rc)
+		return -rc;
+	rc = pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
+	if (!rc)
+		rc = pthread_create(thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	static const int deliverable[] = {
@@ -50,9 +64,9 @@ int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	for (size_t i = 0; i < sizeof(deliverable) / sizeof(deliverable[0]); i++)
 		sigdelset(&all, deliverable[i]);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(thread, NULL, fn, arg);
+	rc = thread_create(thread, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
+	return rc;
 }
 
 void thread_stop_signals(sigset_t *set)

@@ -172,3 +172,35 @@ Test(thread, dead_stack_below_the_frame_given_back)
 	cr_assert_gt(resident_pages(again, len), 0, "the stack is usable again");
 }
 
+
+/* The stack mapping a thread runs on, from pthread_getattr_np. */
+static void *stack_size_of_self(void *arg)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t *size = arg;
+
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		pthread_attr_getstack(&attr, &addr, size);
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+/* Smaller than a transparent huge page (2 MiB on x86-64), a stack can never
+ * be backed by one: no thread of a VM costs 2 MiB for a few KiB used. */
+Test(thread, stacks_cannot_hold_a_huge_page)
+{
+	size_t size = 0;
+	pthread_t t;
+
+	cr_assert_eq(thread_create(&t, stack_size_of_self, &size), 0);
+	pthread_join(t, NULL);
+	cr_assert_geq(size, (size_t)THREAD_STACK_SIZE);
+	cr_assert_lt(size, (size_t)2 << 20, "a thread's stack is %zu bytes", size);
+
+	size = 0;
+	cr_assert_eq(thread_start(&t, stack_size_of_self, &size), 0);
+	pthread_join(t, NULL);
+	cr_assert_lt(size, (size_t)2 << 20, "thread_start's stack is %zu bytes", size);
+}

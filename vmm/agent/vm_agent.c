@@ -231,7 +231,7 @@ int vm_agent_run(struct vm_agent *va, const struct vm_config *cfg, const struct 
 		log_error("cannot start the job's threads");
 		return EXIT_INTERNAL;
 	}
-	if (pthread_create(&thread, NULL, agent_thread, va)) {
+	if (thread_create(&thread, agent_thread, va)) {
 		log_error("cannot start the agent thread");
 		return EXIT_INTERNAL;
 	}

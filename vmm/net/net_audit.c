@@ -2,6 +2,7 @@
 #include "net/net_audit.h"
 #include "log.h"
 #include "seccomp/seccomp.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@ int net_audit_start(struct net_audit *a, struct audit_log *log, const char *sand
 	snprintf(a->sandbox, sizeof(a->sandbox), "%s", sandbox ? sandbox : "");
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->cond, NULL);
-	if (pthread_create(&a->thread, NULL, writer, a)) {
+	if (thread_create(&a->thread, writer, a)) {
 		pthread_cond_destroy(&a->cond);
 		pthread_mutex_destroy(&a->lock);
 		a->log = NULL;
