@@ -462,10 +462,17 @@ Test(mcp, a_cancelled_command_is_killed_and_gets_no_answer)
 	say("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
 	m = hear();
 	cr_assert(json_is_object(result_of(m, 8)));
+	cr_assert_eq(json_object_size(result_of(m, 8)), 0, "a 2025 ping's result is {}");
 	json_decref(m);
 	say("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"server/discover\",\"params\":{" META26 "}}");
 	m = hear();
 	modern_result(result_of(m, 10), true);
+	json_decref(m);
+	/* A 2026-07-28 ping (its _meta says so) gets a complete result too;
+	 * the 2025 one above an empty object. */
+	say("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\",\"params\":{" META26 "}}");
+	m = hear();
+	modern_result(result_of(m, 11), false);
 	json_decref(m);
 	say("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7,"
 	    "\"reason\":\"user\"}}");

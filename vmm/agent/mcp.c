@@ -128,6 +128,25 @@ static void enqueue(struct mcp_server *s, json_t *msg, json_t *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* ping, on the reader: an empty result, which in the 2026-07-28 era (the
+ * request's _meta says so) is a complete one like every other result. */
+static void ping(struct mcp_server *s, json_t *id, json_t *params)
+{
+	json_t *result;
+
+	if (!mcp_modern_claimed(params)) {
+		send_result(s, id, NULL);
+		return;
+	}
+	result = json_object();
+	if (result && !mcp_modern_complete(result, false)) {
+		send_result(s, id, result);   /* takes result */
+		return;
+	}
+	json_decref(result);
+	send_error(s, id, MCP_INTERNAL_ERROR, "internal error: out of memory");
+}
+
 /* server/discover, on the reader as ping is: a client's probe (with a
  * timeout: 10 s in the Python SDK) is answered before the guest agent
  * is up and while a command runs. Its answer depends on nothing else. */
@@ -190,7 +209,7 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 		goto out;
 	}
 	if (!strcmp(name, "ping"))
-		send_result(s, id, NULL);
+		ping(s, id, json_object_get(msg, "params"));
 	else if (!strcmp(name, "server/discover") && mcp_modern_claimed(json_object_get(msg, "params")))
 		discover(s, id, json_object_get(msg, "params"));
 	else
