@@ -2,14 +2,12 @@
 #include "serve/service.h"
 #include "serve/live.h"
 #include "serve/pool.h"
-#include "agent/client.h"
 #include "agent/vm_agent.h"
 #include "control/ctl_client.h"
 #include "clock.h"
 #include "fs_tree.h"
 #include "log.h"
 #include "net/rules.h"
-#include "protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,16 +113,11 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 {
 	char *argv[32 + SERVICE_MAX_EXTRA_ARGS + 2 * (NET_MAX_RULES + NET_MAX_RESOLVE)], log[CONFIG_PATH_MAX + 8], vmdir[CONFIG_PATH_MAX + 8];
 	char cpus[16], mem[24], quota[24];
-	struct agent_client *c = calloc(1, sizeof(*c));
 	const char *why = "";
 	uint64_t t0 = clock_now_ns(), deadline;
 	int argc = 0, rc, status;
 	bool fresh;
 
-	if (!c) {
-		snprintf(err, errlen, "out of memory");
-		return 500;
-	}
 	argv[argc++] = svc->cfg.exe;
 	argv[argc++] = "boot";
 	argv[argc++] = "--snapshot";
@@ -174,7 +167,6 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	if ((!fresh && errno != EEXIST) || (mkdir(vmdir, 0700) < 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot create %s: %s", vmdir, strerror(errno));
 		fs_remove_tree(fresh ? sb->dir : vmdir);
-		free(c);
 		return 500;
 	}
 	sb->pid = supervise_spawn(&svc->sup, argv, log);
@@ -195,13 +187,8 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	wait_vm_socket(svc, sb, deadline);
 	/* The VM's own FRESHEN proves its agent up: asked over the control
 	 * socket, no connection of ours costs the guest its buffers (a
-	 * forked child's pages). A path with no room for one: the agent. */
+	 * forked child's pages). serve's --state check keeps room for it. */
 	rc = ctl_client_ready(sb->vsock, deadline, svc->stop_fd, &why);
-	if (rc == -ENAMETOOLONG) {
-		rc = agent_client_connect(c, agent_dial_unix, sb->vsock, PROTO_AGENT_PORT,
-					  deadline, svc->stop_fd, &why);
-		agent_client_close(c);
-	}
 	if (rc) {
 		char tail[300];
 
@@ -211,7 +198,6 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 			 tail[0] ? ": " : "", tail);
 		goto out_clean;
 	}
-	free(c);
 	metrics_observe(&svc->metrics, M_RESTORE, clock_now_ns() - t0);
 	return 0;
 out_stop:
@@ -220,7 +206,6 @@ out_clean:
 	registry_clean_vm(&svc->cfg.paths, sb->id);
 out_remove:
 	fs_remove_tree(fresh ? sb->dir : vmdir);
-	free(c);
 	return rc == -ECANCELED ? 503 : 500;
 }
 
