@@ -172,7 +172,6 @@ Test(thread, dead_stack_below_the_frame_given_back)
 	cr_assert_gt(resident_pages(again, len), 0, "the stack is usable again");
 }
 
-
 /* The stack mapping a thread runs on, from pthread_getattr_np. */
 static void *stack_size_of_self(void *arg)
 {

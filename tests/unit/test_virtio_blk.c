@@ -9,11 +9,9 @@ static void teardown(void)
 	vd_teardown(&d);
 }
 
-/* Criterion runs the suite's .init before a test's own: the read-only and
- * copy-on-write setups first undo the raw one (its image file included). */
 static void setup_raw(void) { vd_setup(&d, VD_RAW); }
-static void setup_ro(void) { teardown(); vd_setup(&d, VD_RAW_RO); }
-static void setup_cow(void) { teardown(); vd_setup(&d, VD_COW); }
+static void setup_ro(void) { vd_setup(&d, VD_RAW_RO); }
+static void setup_cow(void) { vd_setup(&d, VD_COW); }
 
 TestSuite(virtio_blk, .init = setup_raw, .fini = teardown);
 

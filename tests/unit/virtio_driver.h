@@ -572,12 +572,26 @@ static inline void vd_make_image(struct vdrv *d)
 enum vd_disk_kind { VD_RAW, VD_RAW_RO, VD_COW };
 
 /* Fresh fake RAM with canaries, a new image file, and a virtio-blk over it. */
+static inline void vd_teardown(struct vdrv *d)
+{
+	if (d->m)
+		virtio_blk_destroy(&d->blk);
+	d->m = NULL;
+	if (d->path[0])
+		unlink(d->path);
+	d->path[0] = 0;
+}
+
 static inline void vd_setup(struct vdrv *d, enum vd_disk_kind kind)
 {
 	struct disk disk;
 	const char *why = "";
 	int rc;
 
+	/* Criterion runs a suite's .init before a test's own: a second setup
+	 * undoes the first (its image file included). d is static: zero, or
+	 * set up before. */
+	vd_teardown(d);
 	memset(d, 0, sizeof(*d));
 	memset(vd_arena, CANARY, sizeof(vd_arena));
 	d->ram = vd_arena + GUARD;
@@ -590,16 +604,6 @@ static inline void vd_setup(struct vdrv *d, enum vd_disk_kind kind)
 	cr_assert_eq(rc, 0, "open %s: %s", d->path, why);
 	cr_assert_eq(virtio_blk_init(&d->blk, &disk, &d->mem, "vda"), 0);
 	d->m = &d->blk.mmio;
-}
-
-static inline void vd_teardown(struct vdrv *d)
-{
-	if (d->m)
-		virtio_blk_destroy(&d->blk);
-	d->m = NULL;
-	if (d->path[0])
-		unlink(d->path);
-	d->path[0] = 0;
 }
 
 /* The image file's bytes, read behind the device's back. */
