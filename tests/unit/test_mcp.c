@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static struct {
 	char rbuf[1 << 20];
 	size_t rlen;
 	int rc;
+	bool audit_open, serving;  /* what stop has to undo */
 } t;
 
 static void *serve(void *arg)
@@ -87,6 +89,7 @@ static void start(const char *approver, size_t line_max)
 	start_agent();
 	snprintf(log, sizeof(log), "%s/audit.log", t.dir);
 	cr_assert_eq(audit_open(&t.audit, log, err, sizeof(err)), 0, "%s", err);
+	t.audit_open = true;
 	t.gate = (struct gate){ .audit = &t.audit, .approver = { .cmd = approver, .timeout_ms = 5000 },
 				.sandbox = "test-vm", .caller = "mcp:unknown" };
 	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
@@ -98,24 +101,45 @@ static void start(const char *approver, size_t line_max)
 	t.to_srv = in[1];
 	t.from_srv = out[0];
 	cr_assert_eq(pthread_create(&t.thread, NULL, serve, NULL), 0);
+	t.serving = true;
 }
 
+/* Undoes what start did, as far as it got: a test calls it, and the
+ * suite's .fini again (a no-op then) for a test that failed before it,
+ * so that no agent process or temporary directory outlives a failure. */
 static void stop(void)
 {
 	char cmd[100];
 
-	close(t.to_srv);
-	pthread_join(t.thread, NULL);
-	close(t.srv.in_fd);
-	close(t.from_srv);
-	agent_client_close(t.client);
-	free(t.client);
-	kill(t.agent, SIGKILL);
-	waitpid(t.agent, NULL, 0);
-	audit_close(&t.audit);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", t.dir);
-	cr_assert_eq(system(cmd), 0);
+	if (t.serving) {
+		close(t.to_srv);
+		pthread_join(t.thread, NULL);
+		close(t.srv.in_fd);
+		close(t.from_srv);
+		t.serving = false;
+	}
+	if (t.client) {
+		agent_client_close(t.client);
+		free(t.client);
+		t.client = NULL;
+	}
+	if (t.agent > 0) {
+		kill(t.agent, SIGKILL);
+		waitpid(t.agent, NULL, 0);
+		t.agent = 0;
+	}
+	if (t.audit_open) {
+		audit_close(&t.audit);
+		t.audit_open = false;
+	}
+	if (t.dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", t.dir);
+		t.dir[0] = '\0';
+		cr_assert_eq(system(cmd), 0);
+	}
 }
+
+TestSuite(mcp, .fini = stop);
 
 static void say(const char *line)
 {
