@@ -571,7 +571,7 @@ static inline void vd_make_image(struct vdrv *d)
 
 enum vd_disk_kind { VD_RAW, VD_RAW_RO, VD_COW };
 
-/* Fresh fake RAM with canaries, a new image file, and a virtio-blk over it. */
+/* The device destroyed and its image file removed; nothing once done. */
 static inline void vd_teardown(struct vdrv *d)
 {
 	if (d->m)
@@ -582,6 +582,7 @@ static inline void vd_teardown(struct vdrv *d)
 	d->path[0] = 0;
 }
 
+/* Fresh fake RAM with canaries, a new image file, and a virtio-blk over it. */
 static inline void vd_setup(struct vdrv *d, enum vd_disk_kind kind)
 {
 	struct disk disk;
@@ -592,12 +593,7 @@ static inline void vd_setup(struct vdrv *d, enum vd_disk_kind kind)
 	 * undoes the first (its image file included). d is static: zero, or
 	 * set up before. */
 	vd_teardown(d);
-	memset(d, 0, sizeof(*d));
-	memset(vd_arena, CANARY, sizeof(vd_arena));
-	d->ram = vd_arena + GUARD;
-	memset(d->ram, 0, RAM_SIZE);
-	mem_init_fake(&d->mem, d->ram, RAM_SIZE);
-	d->heap = HEAP_GPA;
+	vd_setup_ram(d);
 	vd_make_image(d);
 	rc = kind == VD_COW ? disk_open_cow(&disk, d->path, &why)
 			    : disk_open_raw(&disk, d->path, kind == VD_RAW_RO, &why);
