@@ -230,8 +230,14 @@ static void *vcpu_thread(void *arg)
 				vcpu->run->immediate_exit = 0;
 				continue;
 			}
-			vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: KVM_RUN failed: %s",
-				  vcpu->index, strerror(errno));
+			if (errno == EFAULT && vcpu->sh->ram_file_backed)
+				/* The file lost pages under the mapping: truncated. */
+				vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: guest RAM is gone: the "
+					  "snapshot's memory file was cut short while the VM ran "
+					  "(KVM_RUN: %s)", vcpu->index, strerror(errno));
+			else
+				vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: KVM_RUN failed: %s",
+					  vcpu->index, strerror(errno));
 			break;
 		}
 		if (!vcpu_handle_exit(vcpu))

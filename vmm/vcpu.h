@@ -22,6 +22,7 @@ struct vcpu_shared {
 	int vm_fd;                 /* KVM_CREATE_VCPU */
 	size_t run_size;           /* the size of each kvm_run mapping */
 	struct bus *pio, *mmio;    /* where PIO and MMIO exits go */
+	bool ram_file_backed;      /* guest RAM is a snapshot's memory file, mapped */
 	/* Ends the VM with code and a one-line reason (first caller wins);
 	 * any thread, never blocks. */
 	void (*stop)(void *opaque, int code, const char *reason);

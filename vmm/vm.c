@@ -11,6 +11,7 @@
 #include "vm_devices.h"
 #include "vm_snapshot.h"
 #include "snapshot/workingset.h"
+#include "ram_guard.h"
 #include "sparse.h"
 
 _Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
@@ -397,6 +398,7 @@ static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 	vm->cpus.run_size = (size_t)vm->kvm.run_size;
 	vm->cpus.pio = &vm->pio;
 	vm->cpus.mmio = &vm->mmio;
+	vm->cpus.ram_file_backed = vm->mem.file_backed;
 	vm->cpus.stop = stop_hook;
 	vm->cpus.stop_opaque = vm;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
@@ -453,6 +455,9 @@ static int vm_map_memory(struct vm *vm)
 		log_error("snapshot memory '%s': %s", path, why);
 		return EXIT_BAD_IMAGE;
 	}
+	rc = ram_guard_install(vm->mem.base, vm->mem.total);
+	if (rc)
+		log_warn("no SIGBUS handler for guest RAM: %s", strerror(-rc));
 	return 0;
 }
 
