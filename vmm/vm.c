@@ -11,7 +11,7 @@
 #include "vm_devices.h"
 #include "vm_snapshot.h"
 #include "snapshot/workingset.h"
-#include "ram_guard.h"
+#include "map_guard.h"
 #include "sparse.h"
 
 _Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
@@ -455,7 +455,9 @@ static int vm_map_memory(struct vm *vm)
 		log_error("snapshot memory '%s': %s", path, why);
 		return EXIT_BAD_IMAGE;
 	}
-	rc = ram_guard_install(vm->mem.base, vm->mem.total);
+	rc = map_guard_add(vm->mem.base, vm->mem.total,
+			   "mayfly: guest RAM is gone: the snapshot's memory file was cut short "
+			   "while the VM ran; ending the process (exit 7)\n");
 	if (rc)
 		log_warn("no SIGBUS handler for guest RAM: %s", strerror(-rc));
 	return 0;

@@ -2,6 +2,7 @@
 #include "atomic_file.h"
 #include "disk/backend.h"
 #include "disk/disk.h"
+#include "map_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -203,6 +204,10 @@ static int cow_map_overlay(struct disk *disk, struct cow *c, int overlay_fd, con
 		c->overlay = NULL;
 		return snap_why(why, -errno, "cannot map the overlay file");
 	}
+	/* Best effort: without the guard, a cut file is a bare SIGBUS death. */
+	(void)map_guard_add(c->overlay, c->overlay_len,
+			    "mayfly: the root disk's blocks are gone: the snapshot's disk-vda file "
+			    "was cut short while the VM ran; ending the process (exit 7)\n");
 	return 0;
 }
 

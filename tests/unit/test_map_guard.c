@@ -1,5 +1,6 @@
-/* test_ram_guard.c - a restored VM's memory file cut short under it: exit 7 and one line, from any thread that touches it. */
+/* test_map_guard.c - a restored VM's memory or overlay file cut short under it: exit 7 and one line, from any thread that touches it. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -14,18 +15,19 @@
 
 #include "event.h"
 #include "exitcode.h"
-#include "ram_guard.h"
+#include "map_guard.h"
 
 #define PAGES 4
 #define PAGE 4096
 
-static const char line[] = "guest RAM is gone: the snapshot's memory file was cut short";
+static const char line[] = "guest RAM is gone: the memory file was cut short\n";
+static const char other_line[] = "the disk's blocks are gone: the overlay was cut short\n";
 
 /* Guest RAM as mem_restore maps it: a file of PAGES pages, MAP_PRIVATE,
  * page 0 written (a private copy). The file is unlinked at once. */
 static volatile uint8_t *map_ram(int *fd)
 {
-	char path[] = "/tmp/mayfly-ram-guard.XXXXXX";
+	char path[] = "/tmp/mayfly-map-guard.XXXXXX";
 	volatile uint8_t *ram;
 
 	*fd = mkstemp(path);
@@ -66,15 +68,14 @@ static int in_child(void (*fn)(void), char *err, size_t len)
 }
 
 /* fn's child ended as a cut memory file must end it: exit 7, the line. */
-static void want_exit_7(void (*fn)(void))
+static void want_exit_7(void (*fn)(void), const char *want)
 {
 	char err[512];
 	int status = in_child(fn, err, sizeof(err));
 
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_KVM_ERROR,
 		  "status 0x%x (killed by SIGBUS: 0x7), stderr: %s", status, err);
-	cr_assert(strstr(err, line), "stderr: %s", err);
-	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
+	cr_assert_str_eq(err, want, "stderr: %s", err);
 }
 
 static void touch_after_cut(void)
@@ -82,16 +83,16 @@ static void touch_after_cut(void)
 	int fd;
 	volatile uint8_t *ram = map_ram(&fd);
 
-	if (ram_guard_install((const void *)ram, PAGES * PAGE))
+	if (map_guard_add((const void *)ram, PAGES * PAGE, line))
 		_exit(98);
 	if (ftruncate(fd, 0))
 		_exit(97);
 	(void)ram[2 * PAGE];
 }
 
-Test(ram_guard, a_touch_past_the_cut_ends_with_exit_7_and_the_line)
+Test(map_guard, a_touch_past_the_cut_ends_with_exit_7_and_the_line)
 {
-	want_exit_7(touch_after_cut);
+	want_exit_7(touch_after_cut, line);
 }
 
 static void touch_private_copy_after_cut(void)
@@ -99,14 +100,14 @@ static void touch_private_copy_after_cut(void)
 	int fd;
 	volatile uint8_t *ram = map_ram(&fd);
 
-	if (ram_guard_install((const void *)ram, PAGES * PAGE) || ftruncate(fd, 0))
+	if (map_guard_add((const void *)ram, PAGES * PAGE, line) || ftruncate(fd, 0))
 		_exit(98);
 	(void)ram[0];   /* written before the cut: the kernel takes it too */
 }
 
-Test(ram_guard, the_vms_own_copies_go_with_the_file)
+Test(map_guard, the_vms_own_copies_go_with_the_file)
 {
-	want_exit_7(touch_private_copy_after_cut);
+	want_exit_7(touch_private_copy_after_cut, line);
 }
 
 static void touch_outside_the_guard(void)
@@ -115,12 +116,12 @@ static void touch_outside_the_guard(void)
 	volatile uint8_t *ram = map_ram(&fd);
 
 	/* Only the first two pages are "guest RAM". */
-	if (ram_guard_install((const void *)ram, 2 * PAGE) || ftruncate(fd, 0))
+	if (map_guard_add((const void *)ram, 2 * PAGE, line) || ftruncate(fd, 0))
 		_exit(98);
 	(void)ram[3 * PAGE];
 }
 
-Test(ram_guard, a_sigbus_elsewhere_keeps_its_default_action)
+Test(map_guard, a_sigbus_elsewhere_keeps_its_default_action)
 {
 	char err[512];
 	int status = in_child(touch_outside_the_guard, err, sizeof(err));
@@ -128,6 +129,41 @@ Test(ram_guard, a_sigbus_elsewhere_keeps_its_default_action)
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS,
 		  "status 0x%x, stderr: %s", status, err);
 	cr_assert_null(strstr(err, line), "stderr: %s", err);
+}
+
+static void touch_the_second_of_two(void)
+{
+	int fd_ram, fd_disk;
+	volatile uint8_t *ram = map_ram(&fd_ram), *disk = map_ram(&fd_disk);
+
+	if (map_guard_add((const void *)ram, PAGES * PAGE, line) ||
+	    map_guard_add((const void *)disk, PAGES * PAGE, other_line) || ftruncate(fd_disk, 0))
+		_exit(98);
+	(void)ram[PAGE];    /* its file is whole: no fault */
+	(void)disk[PAGE];
+}
+
+Test(map_guard, each_mapping_names_its_own_file)
+{
+	want_exit_7(touch_the_second_of_two, other_line);
+}
+
+static void add_one_too_many(void)
+{
+	static const uint8_t spare[MAP_GUARD_MAX + 1];
+
+	for (int i = 0; i < MAP_GUARD_MAX; i++)
+		if (map_guard_add(&spare[i], 1, line))
+			_exit(98);
+	_exit(map_guard_add(&spare[MAP_GUARD_MAX], 1, line) == -ENOSPC ? 0 : 97);
+}
+
+Test(map_guard, a_full_table_is_refused)
+{
+	char err[64];
+	int status = in_child(add_one_too_many, err, sizeof(err));
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
 }
 
 /* The I/O thread is where device code touches guest RAM. */
@@ -147,7 +183,7 @@ static void touch_from_the_io_thread(void)
 	int fd, efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
 	io_ram = map_ram(&fd);
-	if (efd < 0 || ram_guard_install((const void *)io_ram, PAGES * PAGE) ||
+	if (efd < 0 || map_guard_add((const void *)io_ram, PAGES * PAGE, line) ||
 	    ftruncate(fd, 0) || event_loop_init(&loop) ||
 	    event_loop_add(&loop, efd, EPOLLIN, io_touch, NULL) || event_loop_start(&loop))
 		_exit(98);
@@ -159,7 +195,7 @@ static void touch_from_the_io_thread(void)
 
 /* Before, it blocked every signal: the kernel killed the process with
  * SIGBUS and the handler never ran. */
-Test(ram_guard, the_io_thread_keeps_the_fault_deliverable)
+Test(map_guard, the_io_thread_keeps_the_fault_deliverable)
 {
-	want_exit_7(touch_from_the_io_thread);
+	want_exit_7(touch_from_the_io_thread, line);
 }

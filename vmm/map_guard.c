@@ -1,30 +1,36 @@
-/* ram_guard.c - a SIGBUS inside file-backed guest RAM: one line and exit 7, not a bare crash. */
-#include "ram_guard.h"
+/* map_guard.c - a SIGBUS inside a guarded file mapping: one line and exit 7, not a bare crash. */
+#include "map_guard.h"
 #include "exitcode.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Read by the handler only; set once before any thread that touches
- * guest RAM starts. */
-static uintptr_t guard_lo, guard_hi;
+struct guard {
+	uintptr_t lo, hi;
+	const char *line;
+	size_t len;
+};
 
-static const char guard_line[] =
-	"mayfly: guest RAM is gone: the snapshot's memory file was cut short while the VM ran; "
-	"ending the process (exit 7)\n";
+/* Read by the handler: an entry is whole before the count that covers it. */
+static struct guard guards[MAP_GUARD_MAX];
+static atomic_int nr_guards;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 {
 	uintptr_t a = (uintptr_t)si->si_addr;
+	int n = atomic_load(&nr_guards);
 
 	(void)sig;
 	(void)uctx;
-	if (a >= guard_lo && a < guard_hi) {
-		if (write(STDERR_FILENO, guard_line, sizeof(guard_line) - 1) < 0)
+	for (int i = 0; i < n; i++) {
+		if (a < guards[i].lo || a >= guards[i].hi)
+			continue;
+		if (write(STDERR_FILENO, guards[i].line, guards[i].len) < 0)
 			a = 0;   /* nothing better to do: the exit code says it too */
 		/* Not _exit: a sanitizer intercepts it to run its leak check here. */
 		syscall(SYS_exit_group, EXIT_KVM_ERROR);
@@ -34,12 +40,15 @@ static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 	 * report), without a system call a thread's filter may forbid. */
 }
 
-int ram_guard_install(const void *base, size_t len)
+int map_guard_add(const void *base, size_t len, const char *line)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_RESETHAND };
+	int n = atomic_load(&nr_guards);
 
-	guard_lo = (uintptr_t)base;
-	guard_hi = guard_lo + len;
+	if (n >= MAP_GUARD_MAX)
+		return -ENOSPC;
+	guards[n] = (struct guard){ (uintptr_t)base, (uintptr_t)base + len, line, strlen(line) };
+	atomic_store(&nr_guards, n + 1);
 	sigfillset(&sa.sa_mask);
 	return sigaction(SIGBUS, &sa, NULL) < 0 ? -errno : 0;
 }
