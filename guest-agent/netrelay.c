@@ -20,7 +20,8 @@
 #define RELAY_MAX   64              /* clients at once: the host's cap per sandbox */
 #define RELAY_BUF   (64 * 1024)     /* per direction and client */
 #define HOST_CID    2
-#define REFUSE_WAIT_MS 500          /* for a refused client's greeting or request */
+#define REFUSE_WAIT_MS 2000         /* for a refused client's greeting or request */
+#define REFUSE_MAX  16              /* refused clients awaited at once */
 #define SOCKS_VERSION  5            /* a SOCKS5 client's first byte; no HTTP request starts so */
 
 /* One client: its socket, the host's, a buffer each way. */
@@ -133,17 +134,15 @@ static short pair_events(const struct pair *p, int i)
 	return ev;
 }
 
-/* What a refused client sends next, waited for REFUSE_WAIT_MS at most
- * (clients speak first): it says which language the refusal is in, and
- * read, it does not turn the close into a reset that loses the answer. */
-static ssize_t refused_read(int fd, uint8_t *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	if (poll(&p, 1, REFUSE_WAIT_MS) <= 0)
-		return 0;
-	return recv(fd, buf, len, MSG_DONTWAIT);
-}
+/* A client the host took no connection for, waiting for what it sends
+ * next (clients speak first): that says which language the refusal is in,
+ * and read, it does not turn the close into a reset that loses the answer.
+ * Polled with the pairs: a silent one holds up no other client. */
+struct refusal {
+	int fd;                         /* -1: a free entry */
+	bool greeted;                   /* a SOCKS5 greeting answered: its request awaited */
+	uint64_t deadline;              /* now_ms(): then it is answered as is */
+};
 
 /* Best effort: the client is blocking until now, each answer fits its
  * buffer, and a client gone already is told nothing. */
@@ -154,34 +153,70 @@ static void say(int fd, const void *p, size_t len)
 	(void)n;
 }
 
-/* The host took no connection: an HTTP client hears 503 and why, a
- * SOCKS5 client its protocol's refusal. Then the client is closed. The
- * relay waits for it (2 x REFUSE_WAIT_MS at most): only at the host's
- * cap, and only the guest's own clients wait. */
-static void refuse_client(int cfd)
+static void refusal_close(struct refusal *r)
+{
+	close(r->fd);
+	r->fd = -1;
+}
+
+/* Its time is up (or its entry is wanted): an HTTP client hears 503 and
+ * why; a SOCKS5 client whose request never came, only the close. */
+static void refusal_expire(struct refusal *r)
+{
+	if (!r->greeted)
+		say(r->fd, busy, sizeof(busy) - 1);
+	refusal_close(r);
+}
+
+/* It sent something (or hung up): answer in its protocol, and close unless
+ * a SOCKS5 request is still to come. */
+static void refusal_read(struct refusal *r)
 {
 	uint8_t in[512];
-	ssize_t n = refused_read(cfd, in, sizeof(in));
+	ssize_t n = recv(r->fd, in, sizeof(in), MSG_DONTWAIT);
 
-	if (n > 0 && in[0] == SOCKS_VERSION) {
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r->greeted) {
+		if (n > 0)
+			say(r->fd, socks_failure, sizeof(socks_failure));
+	} else if (n > 0 && in[0] == SOCKS_VERSION) {
 		/* "05 NMETHODS METHODS": is 00 (no authentication) offered? */
 		size_t methods = n < 2 ? 0 : (size_t)n - 2 < in[1] ? (size_t)n - 2 : in[1];
 
 		if (!memchr(in + 2, 0, methods)) {
-			say(cfd, socks_no_method, sizeof(socks_no_method));
+			say(r->fd, socks_no_method, sizeof(socks_no_method));
 		} else {
-			say(cfd, socks_greeted, sizeof(socks_greeted));
-			/* The request came with the greeting, or comes next. */
-			if ((size_t)n > 2 + methods || refused_read(cfd, in, sizeof(in)) > 0)
-				say(cfd, socks_failure, sizeof(socks_failure));
+			say(r->fd, socks_greeted, sizeof(socks_greeted));
+			if ((size_t)n <= 2 + methods) {   /* the request comes next */
+				r->greeted = true;
+				r->deadline = now_ms() + REFUSE_WAIT_MS;
+				return;
+			}
+			say(r->fd, socks_failure, sizeof(socks_failure));
 		}
 	} else {
-		say(cfd, busy, sizeof(busy) - 1);
+		say(r->fd, busy, sizeof(busy) - 1);
 	}
-	close(cfd);
+	refusal_close(r);
 }
 
-static void accept_client(int lfd, struct pair *pairs, const char *unix_path, unsigned port)
+/* The host took no connection: the client waits in a free entry, or in
+ * the one nearest its time, whose client is answered now. */
+static void refuse_client(struct refusal *refs, int cfd)
+{
+	struct refusal *r = &refs[0];
+
+	for (int i = 0; i < REFUSE_MAX && r->fd >= 0; i++)
+		if (refs[i].fd < 0 || refs[i].deadline < r->deadline)
+			r = &refs[i];
+	if (r->fd >= 0)
+		refusal_expire(r);
+	*r = (struct refusal){ .fd = cfd, .deadline = now_ms() + REFUSE_WAIT_MS };
+}
+
+static void accept_client(int lfd, struct pair *pairs, struct refusal *refs,
+			  const char *unix_path, unsigned port)
 {
 	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), hfd, slot = -1;
 
@@ -192,7 +227,7 @@ static void accept_client(int lfd, struct pair *pairs, const char *unix_path, un
 			slot = i;
 	hfd = slot < 0 ? -1 : dial_host(unix_path, port);
 	if (hfd < 0) {
-		refuse_client(cfd);
+		refuse_client(refs, cfd);
 		return;
 	}
 	pairs[slot].fd[0] = cfd;
@@ -207,20 +242,37 @@ static void accept_client(int lfd, struct pair *pairs, const char *unix_path, un
 	fcntl(hfd, F_SETFL, O_NONBLOCK);
 }
 
+/* Poll for at most the nearest refusal's time: -1 (none), or ms >= 0. */
+static int refusals_timeout(const struct refusal *refs)
+{
+	uint64_t first = UINT64_MAX, now = now_ms();
+
+	for (int i = 0; i < REFUSE_MAX; i++)
+		if (refs[i].fd >= 0 && refs[i].deadline < first)
+			first = refs[i].deadline;
+	return first == UINT64_MAX ? -1 : first <= now ? 0 : (int)(first - now);
+}
+
 static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path, unsigned port)
 {
 	static struct pair pairs[RELAY_MAX];
-	struct pollfd pfd[1 + 2 * RELAY_MAX];
-	int slot_of[1 + 2 * RELAY_MAX];
+	static struct refusal refs[REFUSE_MAX];
+	struct pollfd pfd[2 * RELAY_MAX + 1 + REFUSE_MAX];
 
 	for (int i = 0; i < RELAY_MAX; i++)
 		pairs[i].fd[0] = pairs[i].fd[1] = -1;
+	for (int i = 0; i < REFUSE_MAX; i++)
+		refs[i].fd = -1;
 	for (;;) {
-		int n = 0, free_slots = 0;
+		/* pfd: the pairs' two sides each, the listener, the refusals. */
+		const int lk = 2 * RELAY_MAX, rk = lk + 1;
+		int free_slots = 0;
+		uint64_t now;
 
 		for (int i = 0; i < RELAY_MAX; i++) {
 			if (pairs[i].fd[0] < 0) {
 				free_slots++;
+				pfd[2 * i] = pfd[2 * i + 1] = (struct pollfd){ .fd = -1 };
 				continue;
 			}
 			for (int s = 0; s < 2; s++) {
@@ -229,33 +281,37 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 				/* Nothing wanted: not polled at all, or a hang-up poll
 				 * always reports would spin the loop until the other
 				 * side drains. */
-				pfd[n] = (struct pollfd){ .fd = ev ? pairs[i].fd[s] : -1, .events = ev };
-				slot_of[n++] = i;
+				pfd[2 * i + s] = (struct pollfd){ .fd = ev ? pairs[i].fd[s] : -1,
+								  .events = ev };
 			}
 		}
 		/* At the cap, clients wait in the listener's backlog. */
-		pfd[n] = (struct pollfd){ .fd = lfd, .events = free_slots ? POLLIN : 0 };
-		slot_of[n++] = -1;
-		if (poll(pfd, (nfds_t)n, -1) < 0) {
+		pfd[lk] = (struct pollfd){ .fd = lfd, .events = free_slots ? POLLIN : 0 };
+		for (int i = 0; i < REFUSE_MAX; i++)
+			pfd[rk + i] = (struct pollfd){ .fd = refs[i].fd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)(rk + REFUSE_MAX), refusals_timeout(refs)) < 0) {
 			if (errno == EINTR)
 				continue;
 			_exit(1);
 		}
-		for (int k = 0; k < n; k += 2) {
-			struct pair *p;
-			short rev[2];
+		for (int i = 0; i < RELAY_MAX; i++) {
+			short rev[2] = { pfd[2 * i].revents, pfd[2 * i + 1].revents };
 
-			if (slot_of[k] < 0) {
-				if (pfd[k].revents & POLLIN)
-					accept_client(lfd, pairs, unix_path, port);
-				break;
-			}
-			p = &pairs[slot_of[k]];
-			rev[0] = pfd[k].revents;
-			rev[1] = pfd[k + 1].revents;
-			if ((rev[0] | rev[1]) && !pair_pump(p, rev))
-				pair_close(p);
+			if ((rev[0] | rev[1]) && !pair_pump(&pairs[i], rev))
+				pair_close(&pairs[i]);
 		}
+		now = now_ms();
+		for (int i = 0; i < REFUSE_MAX; i++) {
+			if (refs[i].fd < 0)
+				continue;
+			if (pfd[rk + i].revents)
+				refusal_read(&refs[i]);
+			else if (refs[i].deadline <= now)
+				refusal_expire(&refs[i]);
+		}
+		/* Last: a client refused now takes an entry answered above. */
+		if (pfd[lk].revents & POLLIN)
+			accept_client(lfd, pairs, refs, unix_path, port);
 	}
 }
 

@@ -184,6 +184,72 @@ Test(net, a_host_that_takes_no_connection_gets_a_socks5_client_a_general_failure
 	close(cl);
 }
 
+/* A refused SOCKS5 client waits for its request (up to 2 s): meanwhile a
+ * relayed client's bytes still flow, and the request, when it comes, is
+ * answered. The relay used to sit on the refused client alone. */
+Test(net, a_refused_client_that_waits_holds_up_no_other)
+{
+	static const uint8_t hello[] = { 5, 1, 0 }, req[] = { 5, 1, 0, 1, 127, 0, 0, 1, 0, 80 };
+	struct pollfd p;
+	uint8_t buf[16];
+	int relayed, hs, refused;
+
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	relayed = dial();
+	cr_assert_geq(relayed, 0);
+	hs = accept(host, NULL, NULL);
+	cr_assert_geq(hs, 0);
+	close(host);   /* the next client is refused */
+	host = -1;
+	refused = dial();
+	cr_assert_geq(refused, 0);
+	cr_assert_eq(send(refused, hello, sizeof(hello), 0), (ssize_t)sizeof(hello));
+	cr_assert_eq(recv_wait(refused, (char *)buf, 2), 2);
+	cr_assert(buf[0] == 5 && buf[1] == 0, "greeting answer %02x %02x", buf[0], buf[1]);
+	/* The relay now waits for the refused client's request. */
+	cr_assert_eq(send(relayed, "ping", 4, 0), 4);
+	cr_assert_eq(recv_wait(hs, (char *)buf, sizeof(buf)), 4);
+	cr_assert_eq(memcmp(buf, "ping", 4), 0);
+	p = (struct pollfd){ .fd = refused, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "the refused client was closed before its request");
+	cr_assert_eq(send(refused, req, sizeof(req), 0), (ssize_t)sizeof(req));
+	cr_assert_eq(recv_wait(refused, (char *)buf, sizeof(buf)), 10);
+	cr_assert(buf[0] == 5 && buf[1] == 1, "reply %02x %02x", buf[0], buf[1]);
+	close(refused);
+	close(hs);
+	close(relayed);
+}
+
+/* Sixteen refused clients wait at most; the seventeenth has the oldest
+ * answered at once (503), long before its 2 s are up, and no other. */
+Test(net, a_seventeenth_waiting_client_has_the_oldest_answered)
+{
+	struct pollfd p;
+	char buf[512];
+	int cl[17];
+	ssize_t n;
+
+	close(host);
+	host = -1;
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	for (int i = 0; i < 17; i++) {
+		cl[i] = dial();
+		cr_assert_geq(cl[i], 0);
+	}
+	p = (struct pollfd){ .fd = cl[0], .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 1000), 1, "the oldest waiting client was not answered");
+	n = recv(cl[0], buf, sizeof(buf) - 1, 0);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "503") && strstr(buf, "mayfly:"), "%s", buf);
+	p = (struct pollfd){ .fd = cl[1], .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "the second waiting client was answered too");
+	for (int i = 0; i < 17; i++)
+		close(cl[i]);
+}
+
 Test(net, quiesce_stops_the_proxy)
 {
 	struct timespec ms5 = { 0, 5000000 };
