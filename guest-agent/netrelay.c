@@ -135,8 +135,7 @@ static short pair_events(const struct pair *p, int i)
 }
 
 /* A client the host took no connection for, waiting for what it sends
- * next (clients speak first): that says which language the refusal is in,
- * and read, it does not turn the close into a reset that loses the answer.
+ * next (clients speak first): that says which language the refusal is in.
  * Polled with the pairs: a silent one holds up no other client. */
 struct refusal {
 	int fd;                         /* -1: a free entry */
@@ -153,8 +152,15 @@ static void say(int fd, const void *p, size_t len)
 	(void)n;
 }
 
+/* Read what has come (64 KiB at most) first: unread bytes at close send
+ * a reset instead of the end, and the client may lose the answer just
+ * sent (a request longer than the first read, say). */
 static void refusal_close(struct refusal *r)
 {
+	uint8_t sink[4096];
+
+	for (int i = 0; i < 16 && recv(r->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
 	close(r->fd);
 	r->fd = -1;
 }

@@ -156,6 +156,35 @@ Test(net, a_host_that_takes_no_connection_gets_the_client_a_503)
 	close(cl);
 }
 
+/* A request longer than the relay's first read: the rest is read before
+ * the close, or the close would be a reset that loses the 503. */
+Test(net, a_refused_clients_long_request_still_gets_the_whole_503)
+{
+	static const char head[] = "GET http://x/ HTTP/1.1\r\nX-Pad: ";
+	static char req[3000];
+	char buf[512];
+	size_t have = 0;
+	ssize_t n = 0;
+	int cl;
+
+	close(host);
+	host = -1;
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+	memset(req, 'a', sizeof(req));
+	memcpy(req, head, sizeof(head) - 1);
+	memcpy(req + sizeof(req) - 4, "\r\n\r\n", 4);
+	cl = dial();
+	cr_assert_geq(cl, 0);
+	cr_assert_eq(send(cl, req, sizeof(req), 0), (ssize_t)sizeof(req));
+	while (have < sizeof(buf) - 1 && (n = recv_wait(cl, buf + have, sizeof(buf) - 1 - have)) > 0)
+		have += (size_t)n;
+	cr_assert_geq(n, 0, "recv: %s after %zu bytes", strerror(errno), have);
+	buf[have] = '\0';
+	cr_assert(strstr(buf, "503") && strstr(buf, "more proxy connections\n"), "%s", buf);
+	close(cl);
+}
+
 /* The same refusal in SOCKS5's terms: the greeting answered (no
  * authentication), the request refused with "general failure" (REP 1).
  * The request follows the greeting at once (as the host's proxy allows):
