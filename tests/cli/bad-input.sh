@@ -26,7 +26,8 @@ expect() {
 	shift 4
 	n=$((n + 1))
 	local out="$tmp/out" err="$tmp/err" code
-	timeout 20 "$@" > "$out" 2> "$err" < /dev/null
+	# -k: a case that ignores SIGTERM fails (137) instead of hanging the suite.
+	timeout -k 5 20 "$@" > "$out" 2> "$err" < /dev/null
 	code=$?
 	local lines
 	lines=$(wc -l < "$err")
