@@ -122,7 +122,10 @@ EOF
 mute=$!
 n=$((n + 1))
 for _ in $(seq 100); do [ -S "$tmp/mute-vm.ctl" ] && break; sleep 0.1; done
-timeout 20 "$mayfly" pause --vsock "$tmp/mute-vm" --out "$tmp/mo" > /dev/null 2> "$tmp/err" &
+# No leak check in this one process: once, LeakSanitizer's stop-the-world
+# at the exit after SIGTERM spun forever (the process running, its tracer
+# in wait4 on it) and the suite hung; -k ends any such case as a failure.
+timeout -k 5 20 env ASAN_OPTIONS=detect_leaks=0 "$mayfly" pause --vsock "$tmp/mute-vm" --out "$tmp/mo" > /dev/null 2> "$tmp/err" &
 pause=$!
 for _ in $(seq 100); do [ -e "$tmp/mute-took" ] && break; sleep 0.1; done
 kill -TERM "$pause"
