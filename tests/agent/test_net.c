@@ -81,6 +81,16 @@ static ssize_t recv_wait(int fd, char *buf, size_t cap)
 	return recv(fd, buf, cap, 0);
 }
 
+/* The proxy started with nothing at net.sock: the relay can reach no
+ * host, so every client is refused. */
+static void proxy_without_host(void)
+{
+	close(host);
+	host = -1;
+	net(5, port);
+	client_expect(&c, PROTO_OK, 5);
+}
+
 Test(net, the_proxy_relays_a_client_to_the_host_and_back)
 {
 	static const char req[] = "CONNECT files.test:443 HTTP/1.1\r\n\r\n";
@@ -143,10 +153,7 @@ Test(net, a_host_that_takes_no_connection_gets_the_client_a_503)
 	ssize_t n;
 	int cl;
 
-	close(host);   /* nothing at net.sock: the relay cannot reach the host */
-	host = -1;
-	net(5, port);
-	client_expect(&c, PROTO_OK, 5);
+	proxy_without_host();
 	cl = dial();
 	cr_assert_geq(cl, 0);
 	n = recv_wait(cl, buf, sizeof(buf) - 1);
@@ -167,10 +174,7 @@ Test(net, a_refused_clients_long_request_still_gets_the_whole_503)
 	ssize_t n = 0;
 	int cl;
 
-	close(host);
-	host = -1;
-	net(5, port);
-	client_expect(&c, PROTO_OK, 5);
+	proxy_without_host();
 	memset(req, 'a', sizeof(req));
 	memcpy(req, head, sizeof(head) - 1);
 	memcpy(req + sizeof(req) - 4, "\r\n\r\n", 4);
@@ -197,10 +201,7 @@ Test(net, a_host_that_takes_no_connection_gets_a_socks5_client_a_general_failure
 	ssize_t n;
 	int cl;
 
-	close(host);
-	host = -1;
-	net(5, port);
-	client_expect(&c, PROTO_OK, 5);
+	proxy_without_host();
 	cl = dial();
 	cr_assert_geq(cl, 0);
 	cr_assert_eq(send(cl, hello_req, sizeof(hello_req), 0), (ssize_t)sizeof(hello_req));
@@ -259,10 +260,7 @@ Test(net, a_seventeenth_waiting_client_has_the_oldest_answered)
 	int cl[17];
 	ssize_t n;
 
-	close(host);
-	host = -1;
-	net(5, port);
-	client_expect(&c, PROTO_OK, 5);
+	proxy_without_host();
 	for (int i = 0; i < 17; i++) {
 		cl[i] = dial();
 		cr_assert_geq(cl[i], 0);
