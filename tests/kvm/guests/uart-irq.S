@@ -148,19 +148,25 @@ set_gate:
 
 /* wait_irqs: halt until irq_count reaches %ecx. sti's one-instruction
  * shadow covers the hlt, so an interrupt cannot slip in between the check
- * and the halt. Returns with interrupts off. */
+ * and the halt. Returns with interrupts off. This loop is the only place
+ * interrupts are on, so a handler ends by coming back to its head. */
 wait_irqs:
-1:	cli
+wait_irqs_loop:
+	cli
 	cmp %ecx, irq_count
-	jae 2f
+	jae 1f
 	sti
 	hlt
-	jmp 1b
-2:	ret
+	jmp wait_irqs_loop
+1:	ret
 
 /* The UART's handler: what IIR says (reading it acknowledges THRE), the byte
  * if one came, then IER cleared so the line drops and the main code's own
- * output raises nothing. */
+ * output raises nothing. It does not iret: kvm_pvm runs guest kernel code
+ * through KVM's instruction emulator, which emulates iret in real mode only
+ * ("instruction emulation failed"). It drops its frame (EIP, CS, EFLAGS: no
+ * privilege change) and goes back to wait_irqs' head, where the interrupt
+ * came from; the gate left interrupts off, as the loop's cli would. */
 uart_isr:
 	push %eax
 	push %edx
@@ -181,7 +187,8 @@ uart_isr:
 	movl $0, LAPIC_EOI
 	pop %edx
 	pop %eax
-	iret
+	add $12, %esp
+	jmp wait_irqs_loop
 
 watchdog_isr:
 	mov $msg_timeout, %esi
