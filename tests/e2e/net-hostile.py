@@ -1,4 +1,4 @@
-"""net-hostile.py - a hostile guest client of mayfly's proxy (run in the guest by run-net-tests):
+"""net-hostile.py - a hostile guest client of mayfly's proxy (run in the guest by run-net-tests.sh):
 10,000 connection attempts to a name no rule allows, a 1 MiB CONNECT line, and a
 client that starts a 64 MiB download and never reads. Prints one line per part."""
 import os

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016  # guest commands are single-quoted on purpose
-# run-agent-tests - the Debian agent image (rootfs/build-agent) end to end: what an AI
+# run-agent-tests.sh - the Debian agent image (rootfs/build-agent) end to end: what an AI
 # agent's first tool calls need works in `mayfly run` with it. TAP on stdout.
 #
 # usage: run-agent-tests MAYFLY GUESTDIR FILESDIR

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016 # guest commands and JSON are single-quoted on purpose
-# run-mcp-tests - the audit log, the approval hook and `mayfly mcp` end to end in
+# run-mcp-tests.sh - the audit log, the approval hook and `mayfly mcp` end to end in
 # the default Linux guest: run --audit and audit verify (and tampering), run
 # --approve refusals and timeouts, a scripted MCP client, and the official MCP
 # TypeScript SDK clients (tests/e2e/mcp-client): v1 (MCP 2025, initialize) and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-snapshot-tests - snapshots of the default Linux guest, end to end: create
+# run-snapshot-tests.sh - snapshots of the default Linux guest, end to end: create
 # one with a --setup, restore it 20 times in a row and 4 at once, check each
 # copy is fresh (files, clock, entropy) and the files never change, and that
 # every kind of bad snapshot is refused before any guest code runs, and that a

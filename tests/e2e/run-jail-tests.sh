@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-jail-tests - the jail and the quotas of a running VM, seen from the host as
+# run-jail-tests.sh - the jail and the quotas of a running VM, seen from the host as
 # root (docs/security.md): every thread of the VM process without privileges and in
 # its own namespaces, its root the jail directory, its cgroup's limits; a guest
 # writing past --disk-quota gets I/O errors and goes on; one exhausting its RAM

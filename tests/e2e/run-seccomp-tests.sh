@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-seccomp-tests - every thread of a running mayfly is confined by its seccomp
+# run-seccomp-tests.sh - every thread of a running mayfly is confined by its seccomp
 # filter, the VM still works (boot, run, snapshot create and restore), --no-seccomp
 # leaves them unfiltered, and a thread that breaks its filter ends the process with
 # one line naming its role. Prints TAP.

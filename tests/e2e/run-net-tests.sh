@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016  # guest commands are single-quoted on purpose
-# run-net-tests - --allow-net end to end with the Debian agent image: curl in the
+# run-net-tests.sh - --allow-net end to end with the Debian agent image: curl in the
 # guest through the agent's proxy to loopback servers here (netserve), refusals
 # with their reasons, the DNS-rebinding and SNI defences, no network without a
 # rule, and a hostile guest. TAP on stdout.

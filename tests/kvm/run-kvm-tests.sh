@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-kvm-tests - boot each tiny test guest under mayfly on this host's /dev/kvm and report TAP.
+# run-kvm-tests.sh - boot each tiny test guest under mayfly on this host's /dev/kvm and report TAP.
 #
 # usage: run-kvm-tests MAYFLY GUESTDIR [SNAPSHOT_ROUNDTRIP [VM_CYCLES]]
 #   MAYFLY    the mayfly binary (or a script that runs it)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016,SC2317 # guest commands are single-quoted on purpose; wait_until and the trap call functions indirectly
-# run-e2e-tests - boot the default Linux guest (stripped 6.1 kernel, busybox
+# run-e2e-tests.sh - boot the default Linux guest (stripped 6.1 kernel, busybox
 # initramfs) under mayfly and check it end to end; report TAP.
 #
 # usage: run-e2e-tests MAYFLY GUESTDIR JSONCHECK

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016 # JSON bodies are single-quoted on purpose
-# run-serve-tests - mayfly serve end to end in the default Linux guest: every
+# run-serve-tests.sh - mayfly serve end to end in the default Linux guest: every
 # route's happy path, the bad requests, the approver's refusal, a delete racing
 # an exec, concurrent clients, and that nothing is left behind after a drain
 # (SIGTERM) or a kill -9 of the service. Prints TAP.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2016 # JSON bodies and guest commands are single-quoted on purpose
-# run-release-tests - a short tour of every seccomp role and every kind of mayfly
+# run-release-tests.sh - a short tour of every seccomp role and every kind of mayfly
 # thread and process, run with the release binary (build-release: -O3, static,
 # glibc's malloc, no sanitizer group in its filters), which the other suites
 # never run: run (the default snapshot made in a child, then restored; --json,

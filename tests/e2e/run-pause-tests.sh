@@ -1,5 +1,5 @@
 #!/bin/sh
-# run-pause-tests - live pause, resume and fork of a running `mayfly boot --vsock`
+# run-pause-tests.sh - live pause, resume and fork of a running `mayfly boot --vsock`
 # VM (issue 13), as root (jailed, the default): a file and a background process
 # started before a pause are there after the resume, twice in a row (pause ->
 # resume -> pause -> resume); a fork into 3 children: each sees the parent's files,
