@@ -35,7 +35,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "lib/clock.h"
 #include "snapshot/format.h"
 #include "x86/cpu.h"
 #include "x86/layout.h"

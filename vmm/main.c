@@ -1,22 +1,17 @@
 /* main.c - mayfly's entry point: command line -> typed request -> build the VM -> run it -> exit code. */
-#include "clock.h"
-#include "cli.h"
-#include "exitcode.h"
-#include "guest_files.h"
-#include "log.h"
-#include "vm.h"
-#include "restore.h"
+#include "cmd/audit.h"
+#include "cmd/boot.h"
+#include "cmd/cli.h"
+#include "cmd/ctl.h"
+#include "cmd/mcp.h"
+#include "cmd/run.h"
+#include "cmd/snapshot.h"
+#include "lib/clock.h"
+#include "lib/exitcode.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
-#include "jail/jail.h"
-#include "agent/run.h"
-#include "audit.h"
-#include "agent/audit_cmd.h"
-#include "agent/mcp_cmd.h"
-#include "agent/snapshot_cmd.h"
-#include "agent/vm_agent.h"
 #include "serve/serve_cmd.h"
-#include "control/ctl_client.h"
-#include "control/ctl_server.h"
+#include "version.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,122 +39,10 @@ static const char usage[] =
 	"6 guest triple fault, 7 KVM error, 8 guest panic, 128+N killed by signal N;\n"
 	"boot --init-cmd: the command's status (0-255) when the guest reboots after it.\n"
 	"run, exec: the command's code; 123 refused by --approve, 124 timeout, 125 mayfly or VM failure,\n"
-	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n";
-
-/* A VM driven by a thread of ours through its agent, then the console as
- * with a plain cold boot: boot --snapshot (the agent freshened: its clock
- * and entropy are this run's before anyone else connects) and boot
- * --allow-net (the agent told to serve the proxy). snap NULL: cold. */
-static int boot_with_agent(struct cli *c, const struct vm_config *cfg, const struct snapshot *snap,
-			   uint64_t start_ns)
-{
-	struct vm_agent *va = calloc(1, sizeof(*va));   /* large: the client's buffers */
-	struct audit_log audit;
-	struct ctl_server ctl;
-	struct net_run net;
-	struct jail jail;
-	char err[300];
-	int rc;
-
-	if (!va) {
-		log_say("out of memory");
-		return EXIT_INTERNAL;
-	}
-	va->cancel_fd = -1;
-	va->keep_running = true;
-	va->jail = &jail;
-	va->net = &net;
-	/* --audit: the connection attempts (exec and cp are other processes,
-	 * with logs of their own). Opened before the jail, as the caller. */
-	if (c->run.audit_path && audit_open(&audit, c->run.audit_path, err, sizeof(err))) {
-		log_say("%s", err);
-		free(va);
-		return EXIT_INTERNAL;
-	}
-	/* The broker before the jail: it keeps the host's network. */
-	if (net_run_start(&net, &c->net, c->jail.uid, c->jail.gid)) {
-		if (c->run.audit_path)
-			audit_close(&audit);
-		free(va);
-		return EXIT_INTERNAL;
-	}
-	net.audit_log = c->run.audit_path ? &audit : NULL;
-	/* The supervisor built nothing: only the VM process destroys a VM. */
-	if (jail_start(&jail, &c->jail, cfg, EXIT_INTERNAL, &rc) == JAIL_VM) {
-		/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
-		if (ctl_server_open(&ctl, cfg, snap)) {
-			rc = EXIT_INTERNAL;
-		} else {
-			va->ctl = &ctl;
-			rc = vm_agent_run(va, cfg, snap, start_ns);
-		}
-		ctl_server_stop(&ctl);
-		vm_agent_destroy(va);
-	}
-	net_run_stop(&net);
-	if (c->run.audit_path)
-		audit_close(&audit);
-	free(va);
-	return rc;
-}
-
-static int boot_restored(struct cli *c, uint64_t start_ns)
-{
-	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
-	struct vm_config cfg;
-	struct snapshot snap;
-	const char *why = "";
-	int rc = restore_prepare(&snap, c->snapshot, &c->vm, &given, &cfg, &why);
-
-	if (rc) {
-		log_say("cannot restore '%s': %s", c->snapshot, why);
-		return rc == -EINVAL ? EXIT_USAGE : EXIT_BAD_IMAGE;
-	}
-	rc = boot_with_agent(c, &cfg, &snap, start_ns);
-	snapshot_free(&snap);
-	return rc;
-}
-
-static int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
-{
-	struct ctl_server ctl;
-	struct jail jail;
-	struct vm vm;
-	char err[256];
-	int code;
-
-	code = cli_parse_or_exit(c, CLI_BOOT, argc, argv, EXIT_USAGE);
-	if (code >= 0)
-		return code;
-	log_init(c->vm.id, c->vm.log_level);
-	if (seccomp_setup(c->no_seccomp))
-		return EXIT_INTERNAL;
-	if (c->snapshot)
-		return boot_restored(c, start_ns);
-	if (guest_files_resolve(&c->vm, err, sizeof(err))) {
-		log_say("%s", err);
-		return EXIT_BAD_IMAGE;
-	}
-	if (net_enabled(&c->net))
-		return boot_with_agent(c, &c->vm, NULL, start_ns);
-	if (jail_start(&jail, &c->jail, &c->vm, EXIT_INTERNAL, &code) == JAIL_SUPERVISOR_DONE)
-		return code;
-	/* --vsock PATH: mayfly pause and fork talk to PATH.ctl. */
-	if (ctl_server_open(&ctl, &c->vm, NULL)) {
-		ctl_server_stop(&ctl);
-		return EXIT_INTERNAL;
-	}
-	code = vm_build(&vm, &c->vm, NULL, start_ns);
-	if (code == 0)
-		code = jail_enter(&jail, &c->vm);
-	if (code == 0 && ctl_server_start(&ctl, &vm))
-		code = EXIT_INTERNAL;
-	if (code == 0)
-		code = vm_run(&vm);
-	ctl_server_stop(&ctl);
-	vm_destroy(&vm);
-	return code;
-}
+	"126 agent failure or cannot run, 127 not found (see mayfly run --help).\n"
+	"Every command's codes: docs/exit-codes.md.\n"
+	"\n"
+	"mayfly --version: the version, the commit and how it was built.\n";
 
 static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
@@ -199,6 +82,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("mayfly %s (commit %s, %s build)\n", MAYFLY_VERSION, MAYFLY_COMMIT, MAYFLY_BUILD);
 		return 0;
 	}
 #ifdef MAYFLY_SECCOMP_SELFTEST

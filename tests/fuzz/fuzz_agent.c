@@ -1,8 +1,8 @@
 /* fuzz_agent.c - libFuzzer target: a hostile guest agent's byte stream into the host's agent client, command session and file transfers. */
-#include "agent/client.h"
-#include "agent/session.h"
-#include "agent/transfer.h"
-#include "clock.h"
+#include "agent_client/client.h"
+#include "agent_client/session.h"
+#include "agent_client/transfer.h"
+#include "lib/clock.h"
 #include "fuzz_common.h"
 
 #include <dirent.h>

@@ -1,8 +1,8 @@
 /* fuzz_blk.c - libFuzzer target: a hostile guest drives virtio-mmio registers, the virtqueue and virtio-blk requests. */
 #include "disk/disk.h"
 #include "fuzz_virtio.h"
-#include "log.h"
-#include "mem.h"
+#include "lib/log.h"
+#include "mem/mem.h"
 #include "virtio/blk.h"
 
 #include <errno.h>

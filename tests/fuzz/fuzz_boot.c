@@ -1,6 +1,6 @@
 /* fuzz_boot.c - libFuzzer target: hostile kernel files (ELF, PVH notes, bzImage) through the boot loaders into fake guest RAM, then the initrd and the boot structures. */
 #include "fuzz_common.h"
-#include "mem.h"
+#include "mem/mem.h"
 #include "x86/boot.h"
 #include "x86/layout.h"
 

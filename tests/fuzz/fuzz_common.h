@@ -13,7 +13,7 @@
 
 #include <sanitizer/asan_interface.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

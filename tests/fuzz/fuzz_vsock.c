@@ -1,7 +1,7 @@
 /* fuzz_vsock.c - libFuzzer target: a hostile guest's vsock packets of every op, and its rings, against the device with host connections open. */
-#include "event.h"
+#include "lib/event.h"
 #include "fuzz_virtio.h"
-#include "mem.h"
+#include "mem/mem.h"
 #include "virtio/vsock.h"
 
 #include <errno.h>

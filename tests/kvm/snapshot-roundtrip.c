@@ -30,13 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mem.h"
+#include "mem/mem.h"
+#include "x86/layout.h"
 #include "snapshot/format.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
 #include "x86/vm_state.h"
 
 #define RAM_SIZE     (2u << 20)
+
+static const struct mem_layout ram_layout = LAYOUT_RAM_SLOTS;
 #define GUEST_ENTRY  0x1000u
 #define COUNTER      0x8000u      /* the guest's count, mirrored from ECX */
 #define ITER         0x8004u      /* iterations run: the host zeroes it in each clone */
@@ -307,7 +310,7 @@ static int do_save(const char *dir)
 	size_t bytes;
 	int rc;
 
-	if (mem_init(&v.mem, RAM_SIZE))
+	if (mem_init(&v.mem, RAM_SIZE, &ram_layout))
 		die(EXIT_SYSTEM, "cannot map guest RAM");
 	create_vm(&v);
 	/* The base table is what the snapshot records; each vCPU gets it
@@ -435,7 +438,7 @@ static void restore_vm(struct vm *v, const char *dir, const struct saved *s, con
 	char path[4096];
 
 	join(path, sizeof(path), dir, "memory");
-	if (mem_restore(&v->mem, RAM_SIZE, path, &why))
+	if (mem_restore(&v->mem, RAM_SIZE, &ram_layout, path, &why))
 		die(EXIT_REFUSED, "%s", why);
 	create_vm(v);
 	memcpy(cpuid, s->cpuid, bytes);

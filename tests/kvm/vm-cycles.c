@@ -55,11 +55,11 @@
 size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
-#include "clock.h"
+#include "lib/clock.h"
 #include "dir_count.h"
-#include "config.h"
-#include "log.h"
-#include "vm.h"
+#include "vm/config.h"
+#include "lib/log.h"
+#include "vm/vm.h"
 
 #define WARMUP_CYCLES 3
 #define HEAP_SLACK    (64ull << 10)

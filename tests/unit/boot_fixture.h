@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 #include "x86/boot.h"
 
 #define RAM_SIZE (64ULL << 20)

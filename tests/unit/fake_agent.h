@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/client.h"
+#include "agent_client/client.h"
 
 struct fake_agent {
 	int fd;                       /* the agent's end */

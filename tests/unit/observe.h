@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 /* A file, not a pipe: code that writes without bound must not hang the
  * test on a full pipe, so that the assertion about the count can fail. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
 
 /* Linked with seccomp.c alone (not mayfly's core, which a sanitizer build

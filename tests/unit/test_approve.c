@@ -1,5 +1,5 @@
 /* test_approve.c - the approval hook: exit 0 allows, anything else refuses with a reason; a slow approver is killed at its timeout; nothing is left running. */
-#include "approve.h"
+#include "policy/approve.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

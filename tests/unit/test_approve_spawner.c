@@ -1,5 +1,5 @@
 /* test_approve_spawner.c - the approver's spawner: answers as approve_check does, keeps the environment it started with, serves a seccomp-filtered caller, and leaves nothing behind when mayfly ends, however it ends. */
-#include "approve_spawner.h"
+#include "policy/approve_spawner.h"
 #include "seccomp/seccomp.h"
 
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* test_audit.c - the audit log: a real chain verifies; each kind of tampering is caught at the line it hits; appends from two processes interleave into one chain. */
-#include "audit.h"
+#include "policy/audit.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

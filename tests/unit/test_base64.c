@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "base64.h"
+#include "lib/base64.h"
 
 static void expect(const char *in, const char *want)
 {

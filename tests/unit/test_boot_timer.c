@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "devices/boot_timer.h"
-#include "log.h"
+#include "lib/log.h"
 
 static struct boot_timer bt;
 

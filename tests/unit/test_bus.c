@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "bus.h"
+#include "vm/bus.h"
 #include "observe.h"
 
 struct probe {

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "guest_files.h"
+#include "cmd/cli.h"
+#include "launch/guest_files.h"
 
 static struct cli c;
 

@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/client.h"
-#include "clock.h"
+#include "agent_client/client.h"
+#include "lib/clock.h"
 #include "fake_agent.h"
 
 #define MS 1000000ULL

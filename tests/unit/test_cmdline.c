@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cmdline.h"
-#include "config.h"
+#include "vm/cmdline.h"
+#include "vm/config.h"
 
 Test(cmdline, starts_from_the_default_or_the_given_base)
 {

@@ -5,10 +5,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "exitcode.h"
+#include "lib/clock.h"
+#include "lib/exitcode.h"
 #include "observe.h"
-#include "console.h"
+#include "vm/console.h"
 
 static struct console con;
 static struct serial serial;

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "console_watch.h"
+#include "vm/console_watch.h"
 
 static void feed_str(struct console_watch *w, const char *s)
 {

@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "lib/clock.h"
 #include "control/ctl_client.h"
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"

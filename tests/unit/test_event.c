@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "event.h"
+#include "lib/event.h"
 
 struct ev_probe {
 	struct event_loop *loop;
@@ -146,7 +146,7 @@ Test(event_loop, pause_parks_the_thread_resume_and_stop)
 	cr_assert_eq(event_loop_init(&l), 0);
 	e.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	cr_assert_eq(event_loop_add(&l, e.fd, EPOLLIN, drain_fn, &e), 0);
-	cr_assert_eq(event_loop_start(&l), 0);
+	cr_assert_eq(event_loop_start(&l, NULL), 0);
 	event_loop_pause(&l);
 	cr_assert_eq(write(e.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	usleep(100 * 1000);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/events.h"
+#include "agent_client/events.h"
 
 struct vector {
 	const char *what;

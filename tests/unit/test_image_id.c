@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image_id.h"
+#include "lib/image_id.h"
 
 #define PAGE 4096
 #define PAGES 64

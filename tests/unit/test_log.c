@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "observe.h"
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 static struct capture cap;
 
@@ -147,7 +147,7 @@ Test(log, a_stderr_nobody_reads_blocks_no_logger_and_the_writer_still_stops, .ti
 
 	redirect_to_pipe(&err, STDERR_FILENO);
 	threads = nr_threads();
-	cr_assert_eq(log_writer_start(), 0);
+	cr_assert_eq(log_writer_start(NULL), 0);
 	cr_assert_eq(nr_threads(), threads + 1);
 	/* 2 MB of lines into a 64 KiB pipe that is never read. */
 	ms = timed_flood();
@@ -176,7 +176,7 @@ Test(log, lines_that_do_not_fit_are_dropped_counted_and_reported, .timeout = 60)
 	char *text;
 
 	redirect_to_pipe(&err, STDERR_FILENO);
-	cr_assert_eq(log_writer_start(), 0);
+	cr_assert_eq(log_writer_start(NULL), 0);
 	/* Nobody reads yet: the pipe and the queue fill, the rest is dropped. */
 	cr_assert_neq(timed_flood(), -1);
 	/* Now a reader: the writer catches up and says how many it dropped. */
@@ -216,8 +216,8 @@ Test(log, lines_go_straight_to_stderr_again_after_a_stop)
 {
 	char *text;
 
-	cr_assert_eq(log_writer_start(), 0);
-	cr_assert_eq(log_writer_start(), -EALREADY);
+	cr_assert_eq(log_writer_start(NULL), 0);
+	cr_assert_eq(log_writer_start(NULL), -EALREADY);
 	log_writer_stop();
 	capture_start(&cap);
 	log_warn("after the writer");

@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "event.h"
-#include "exitcode.h"
-#include "map_guard.h"
+#include "lib/event.h"
+#include "lib/exitcode.h"
+#include "lib/map_guard.h"
 
 #define PAGES 4
 #define PAGE 4096
@@ -185,7 +185,7 @@ static void touch_from_the_io_thread(void)
 	io_ram = map_ram(&fd);
 	if (efd < 0 || map_guard_add((const void *)io_ram, PAGES * PAGE, line) ||
 	    ftruncate(fd, 0) || event_loop_init(&loop) ||
-	    event_loop_add(&loop, efd, EPOLLIN, io_touch, NULL) || event_loop_start(&loop))
+	    event_loop_add(&loop, efd, EPOLLIN, io_touch, NULL) || event_loop_start(&loop, NULL))
 		_exit(98);
 	if (write(efd, &one, sizeof(one)) != sizeof(one))
 		_exit(97);

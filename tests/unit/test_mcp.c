@@ -1,7 +1,7 @@
 /* test_mcp.c - the MCP server end to end against the real guest agent on the host (mayfly-agent --fd): both eras (2025 initialize, 2026-07-28 per-request _meta), tools, approval, audit, cancellation and malformed input. */
-#include "agent/mcp.h"
-#include "agent/mcp_modern.h"
-#include "audit.h"
+#include "mcp/mcp.h"
+#include "mcp/mcp_modern.h"
+#include "policy/audit.h"
 #include "protocol.h"
 
 #include <criterion/criterion.h>

@@ -4,8 +4,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 #include "x86/layout.h"
+
+static const struct mem_layout x86_ram = LAYOUT_RAM_SLOTS;
 
 #define FAKE_SIZE (1 << 20)
 
@@ -54,7 +56,7 @@ Test(mem, splits_around_the_mmio_hole)
 	struct guest_mem m;
 	uint64_t four_gib = 4ULL << 30;
 
-	cr_assert_eq(mem_init(&m, four_gib), 0);
+	cr_assert_eq(mem_init(&m, four_gib, &x86_ram), 0);
 	cr_assert_eq(m.nr_regions, 2);
 	cr_assert_eq(mem_low_end(&m), LAYOUT_MMIO_HOLE_START);
 	cr_assert_eq(m.regions[1].gpa, LAYOUT_HIGH_RAM_START);
@@ -73,7 +75,7 @@ Test(mem, small_ram_is_one_region)
 {
 	struct guest_mem m;
 
-	cr_assert_eq(mem_init(&m, 256ULL << 20), 0);
+	cr_assert_eq(mem_init(&m, 256ULL << 20, &x86_ram), 0);
 	cr_assert_eq(m.nr_regions, 1);
 	cr_assert_eq(mem_low_end(&m), 256ULL << 20);
 	mem_free(&m);
@@ -83,6 +85,45 @@ Test(mem, rejects_zero_and_unaligned_sizes)
 {
 	struct guest_mem m;
 
-	cr_assert_eq(mem_init(&m, 0), -EINVAL);
-	cr_assert_eq(mem_init(&m, 4097), -EINVAL);
+	cr_assert_eq(mem_init(&m, 0, &x86_ram), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4097, &x86_ram), -EINVAL);
+}
+
+/* One slot at a base above 0, as on arm64 (RAM from 2 GiB). */
+Test(mem, one_slot_at_a_base)
+{
+	static const struct mem_layout high = { 1, { { 0x80000000ULL, 0 } } };
+	struct guest_mem m;
+
+	cr_assert_eq(mem_init(&m, 64ULL << 20, &high), 0);
+	cr_assert_eq(m.nr_regions, 1);
+	cr_assert_eq(m.regions[0].gpa, 0x80000000ULL);
+	cr_assert_eq(mem_low_end(&m), 0x80000000ULL + (64ULL << 20));
+	cr_assert_null(mem_gpa_to_hva(&m, 0, 1));
+	cr_assert_eq(mem_gpa_to_hva(&m, 0x80000000ULL, 8), m.base);
+	mem_free(&m);
+}
+
+/* A layout that cannot hold the RAM, or is not one, maps nothing. */
+Test(mem, rejects_bad_layouts)
+{
+	static const struct mem_layout small = { 1, { { 0, 1ULL << 20 } } };
+	static const struct mem_layout overlap = { 2, { { 0, 2ULL << 20 }, { 1ULL << 20, 0 } } };
+	static const struct mem_layout open_middle = { 2, { { 0, 0 }, { 4ULL << 30, 0 } } };
+	static const struct mem_layout unaligned = { 1, { { 0x800, 0 } } };
+	static const struct mem_layout none = { 0, { { 0, 0 } } };
+	static const struct mem_layout wraps = { 1, { { ~0ULL & ~0xfffULL, 0 } } };
+	struct guest_mem m;
+
+	cr_assert_eq(mem_init(&m, 2ULL << 20, &small), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4ULL << 20, &overlap), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4ULL << 20, &open_middle), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4ULL << 20, &unaligned), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4ULL << 20, &none), -EINVAL);
+	cr_assert_eq(mem_init(&m, 4ULL << 20, &wraps), -EINVAL);
+	cr_assert_null(m.base);
+	/* Exactly full is fine. */
+	cr_assert_eq(mem_init(&m, 1ULL << 20, &small), 0);
+	cr_assert_eq(m.nr_regions, 1);
+	mem_free(&m);
 }

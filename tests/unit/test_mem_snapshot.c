@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 #include "x86/layout.h"
+
+static const struct mem_layout x86_ram = LAYOUT_RAM_SLOTS;
 
 #define MiB (1024ull * 1024)
 #define PAGE 4096ull
@@ -63,7 +65,7 @@ Test(mem_snapshot, file_is_sparse)
 	const char *why = NULL;
 	struct stat sb;
 
-	cr_assert_eq(mem_init(&m, 256 * MiB), 0);
+	cr_assert_eq(mem_init(&m, 256 * MiB, &x86_ram), 0);
 	/* 40 MiB of data in 10 runs of 4 MiB, 20 MiB apart, from 1 MiB. */
 	for (uint64_t run = 0; run < 10; run++)
 		for (uint64_t p = 0; p < 4 * MiB / PAGE; p++) {
@@ -99,7 +101,7 @@ Test(mem_snapshot, content_round_trip_across_the_hole)
 	uint8_t buf[PAGE];
 	int fd;
 
-	cr_assert_eq(mem_init(&m, total), 0);
+	cr_assert_eq(mem_init(&m, total, &x86_ram), 0);
 	cr_assert_eq(m.nr_regions, 2);
 	for (size_t i = 0; i < sizeof(gpas) / sizeof(gpas[0]); i++)
 		fill_page(mem_gpa_to_hva(&m, gpas[i], PAGE), gpas[i], 3);
@@ -112,7 +114,7 @@ Test(mem_snapshot, content_round_trip_across_the_hole)
 	cr_assert(page_matches(buf, LAYOUT_HIGH_RAM_START, 3));
 	close(fd);
 
-	cr_assert_eq(mem_restore(&r, total, path, &why), 0, "%s", why);
+	cr_assert_eq(mem_restore(&r, total, &x86_ram, path, &why), 0, "%s", why);
 	cr_assert(r.file_backed);
 	cr_assert_eq(r.nr_regions, 2);
 	for (size_t i = 0; i < sizeof(gpas) / sizeof(gpas[0]); i++)
@@ -141,15 +143,15 @@ Test(mem_snapshot, restored_copies_are_private_and_the_file_unchanged)
 	const char *why = NULL;
 	uint8_t *before = malloc(total), *after = malloc(total);
 
-	cr_assert_eq(mem_init(&m, total), 0);
+	cr_assert_eq(mem_init(&m, total, &x86_ram), 0);
 	for (uint64_t gpa = 0; gpa < total; gpa += 2 * PAGE)
 		fill_page(mem_gpa_to_hva(&m, gpa, PAGE), gpa, 5);
 	cr_assert_eq(mem_save(&m, path, NULL, &why), 0, "%s", why);
 	mem_free(&m);
 	read_file(path, before, total);
 
-	cr_assert_eq(mem_restore(&a, total, path, &why), 0, "%s", why);
-	cr_assert_eq(mem_restore(&b, total, path, &why), 0, "%s", why);
+	cr_assert_eq(mem_restore(&a, total, &x86_ram, path, &why), 0, "%s", why);
+	cr_assert_eq(mem_restore(&b, total, &x86_ram, path, &why), 0, "%s", why);
 	memset(mem_gpa_to_hva(&a, 0, total), 0xaa, total);          /* every page of a */
 	fill_page(mem_gpa_to_hva(&b, PAGE, PAGE), PAGE, 9);          /* a hole of the file */
 	cr_assert(page_matches(mem_gpa_to_hva(&b, 0, PAGE), 0, 5), "b does not see a's writes");
@@ -175,13 +177,13 @@ Test(mem_snapshot, resave_of_restored_ram_keeps_pages_not_in_the_page_cache)
 	uint8_t *one = malloc(total), *two = malloc(total);
 	int fd;
 
-	cr_assert_eq(mem_init(&m, total), 0);
+	cr_assert_eq(mem_init(&m, total, &x86_ram), 0);
 	for (uint64_t gpa = 0; gpa < total; gpa += PAGE)
 		fill_page(mem_gpa_to_hva(&m, gpa, PAGE), gpa, 7);
 	cr_assert_eq(mem_save(&m, path, NULL, &why), 0, "%s", why);
 	mem_free(&m);
 
-	cr_assert_eq(mem_restore(&r, total, path, &why), 0, "%s", why);
+	cr_assert_eq(mem_restore(&r, total, &x86_ram, path, &why), 0, "%s", why);
 	fill_page(mem_gpa_to_hva(&r, 0, PAGE), 0, 8);   /* one page the guest changed */
 	fd = open(path, O_RDONLY);
 	cr_assert_eq(fdatasync(fd), 0);
@@ -204,15 +206,15 @@ Test(mem_snapshot, restore_refuses_wrong_size_and_non_files)
 	struct guest_mem m;
 	const char *why = NULL;
 
-	cr_assert_eq(mem_init(&m, 1 * MiB), 0);
+	cr_assert_eq(mem_init(&m, 1 * MiB, &x86_ram), 0);
 	cr_assert_eq(mem_save(&m, path, NULL, &why), 0, "%s", why);
 	mem_free(&m);
-	cr_assert_eq(mem_restore(&m, 2 * MiB, path, &why), -EINVAL);
+	cr_assert_eq(mem_restore(&m, 2 * MiB, &x86_ram, path, &why), -EINVAL);
 	cr_assert(strstr(why, "1048576 bytes") && strstr(why, "2097152 bytes"), "%s", why);
 	cr_assert_null(m.base);
-	cr_assert_eq(mem_restore(&m, 1 * MiB + 100, path, &why), -EINVAL);
-	cr_assert_eq(mem_restore(&m, 1 * MiB, dir, &why), -EINVAL);
-	cr_assert_eq(mem_restore(&m, 1 * MiB, "/nonexistent/memory", &why), -ENOENT);
+	cr_assert_eq(mem_restore(&m, 1 * MiB + 100, &x86_ram, path, &why), -EINVAL);
+	cr_assert_eq(mem_restore(&m, 1 * MiB, &x86_ram, dir, &why), -EINVAL);
+	cr_assert_eq(mem_restore(&m, 1 * MiB, &x86_ram, "/nonexistent/memory", &why), -ENOENT);
 	cr_assert(strstr(why, "/nonexistent/memory"), "%s", why);
 }
 
@@ -222,7 +224,7 @@ Test(mem_snapshot, failed_save_leaves_nothing)
 	const char *why = NULL;
 	char bad[128];
 
-	cr_assert_eq(mem_init(&m, 1 * MiB), 0);
+	cr_assert_eq(mem_init(&m, 1 * MiB, &x86_ram), 0);
 	snprintf(bad, sizeof(bad), "%s/missing/memory", dir);
 	cr_assert_eq(mem_save(&m, bad, NULL, &why), -ENOENT);
 	cr_assert(strstr(why, bad), "%s", why);

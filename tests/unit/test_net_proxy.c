@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "event.h"
+#include "lib/clock.h"
+#include "lib/event.h"
 #include "net/proxy.h"
 #include "net/sni.h"
 #include "net/socks.h"

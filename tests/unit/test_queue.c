@@ -12,6 +12,9 @@
 #include <time.h>
 
 #include "virtio/queue.h"
+#include "x86/layout.h"
+
+static const struct mem_layout x86_ram = LAYOUT_RAM_SLOTS;
 
 /* Ring layout and flags from the virtio 1.2 spec (2.7), spelled out here
  * rather than shared with queue.c so the tests check the spec. */
@@ -705,7 +708,7 @@ Test(queue, rejects_chain_total_of_4_gib)
 {
 	struct guest_mem big;
 
-	cr_assert_eq(mem_init(&big, 3ULL << 30), 0);
+	cr_assert_eq(mem_init(&big, 3ULL << 30, &x86_ram), 0);
 	ram = big.base;   /* the driver helpers now write the big RAM */
 	configure(8, false);
 	cr_assert_eq(vq_activate(&q, &big, &why), 0, "%s", why);

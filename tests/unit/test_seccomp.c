@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exitcode.h"
+#include "lib/exitcode.h"
 #include "seccomp/filters.h"
 #include "seccomp/seccomp.h"
 

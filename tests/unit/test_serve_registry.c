@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "serve/registry.h"
-#include "fs_tree.h"
+#include "lib/fs_tree.h"
 
 static char root[] = "/tmp/serve-registry-XXXXXX";
 

@@ -15,7 +15,7 @@
 #include "serve/calls.h"
 #include "serve/live.h"
 #include "serve/service.h"
-#include "fs_tree.h"
+#include "lib/fs_tree.h"
 #include "dir_count.h"
 
 static char root[] = "/tmp/serve-svc-XXXXXX";

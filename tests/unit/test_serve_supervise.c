@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "lib/clock.h"
 #include "serve/supervise.h"
 
 /* A child in a group of its own, SIGTERM ignored or not, returned once

@@ -7,9 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/session.h"
-#include "base64.h"
-#include "clock.h"
+#include "agent_client/session.h"
+#include "lib/base64.h"
+#include "lib/clock.h"
 #include "fake_agent.h"
 
 #define MS 1000000ULL

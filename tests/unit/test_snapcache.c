@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/snapcache.h"
-#include "fs_tree.h"
+#include "launch/snapcache.h"
+#include "lib/fs_tree.h"
 
 static char root[] = "/tmp/snapcache-XXXXXX";
 static const time_t now = 1800000000;

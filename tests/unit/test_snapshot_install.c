@@ -1,5 +1,5 @@
 /* test_snapshot_install.c - a snapshot is written into a directory made beside --out before the VM (and its jail), then put in --out's place whole: a new name, an older snapshot swapped, anything else refused untouched; a failure leaves nothing beside it. */
-#include "vm_snapshot.h"
+#include "vm/snapshot.h"
 #include "dir_files.h"
 #include "seccomp/seccomp.h"
 

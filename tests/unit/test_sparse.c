@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "sparse.h"
+#include "lib/sparse.h"
 
 #define PAGE 4096u
 

@@ -12,9 +12,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "agent/session.h"
-#include "agent/term.h"
-#include "clock.h"
+#include "agent_client/session.h"
+#include "cmd/term.h"
+#include "lib/clock.h"
 #include "fake_agent.h"
 
 /* Run fn in a child whose stdin is a fresh pseudo-terminal; its exit

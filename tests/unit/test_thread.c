@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "thread.h"
+#include "lib/clock.h"
+#include "lib/thread.h"
 
 static atomic_bool stop, give_up;
 

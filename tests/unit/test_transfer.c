@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/transfer.h"
-#include "clock.h"
+#include "agent_client/transfer.h"
+#include "lib/clock.h"
 #include "fake_agent.h"
 
 #define MS 1000000ULL

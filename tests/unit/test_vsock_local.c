@@ -139,7 +139,7 @@ Test(vsock_local, from_other_threads_while_the_loop_runs)
 {
 	pthread_t t[THREADS];
 
-	cr_assert_eq(event_loop_start(&loop), 0);
+	cr_assert_eq(event_loop_start(&loop, NULL), 0);
 	for (int i = 0; i < THREADS; i++)
 		cr_assert_eq(pthread_create(&t[i], NULL, local_client_thread, NULL), 0);
 	for (int i = 0; i < THREADS; i++) {

@@ -1,6 +1,6 @@
 /* test_vsock_packets.c - virtio-vsock packets and chains: packets on nothing, bad headers, a hostile driver, interrupts, chain shapes. */
 #include "vsock_guest.h"
-#include "log.h"
+#include "lib/log.h"
 
 TestSuite(vsock_packets, .init = vsock_setup, .fini = vsock_teardown, .timeout = 60);
 

@@ -16,7 +16,7 @@
 
 #include "disk/disk.h"
 #include "disk_image.h"
-#include "mem.h"
+#include "mem/mem.h"
 #include "virtio/blk.h"
 #include "virtio/mmio.h"
 

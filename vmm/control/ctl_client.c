@@ -1,10 +1,10 @@
 /* ctl_client.c - mayfly pause and mayfly fork: the snapshot's files created here, passed to the VM over its control socket, renamed into place once whole. */
 #include "control/ctl_client.h"
 #include "control/ctl_msg.h"
-#include "clock.h"
-#include "log.h"
-#include "thread.h"
-#include "vm_snapshot.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/thread.h"
+#include "vm/snapshot.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -257,20 +257,15 @@ static int run_job(struct job *j, bool fork)
 	return 0;
 }
 
-int cmd_ctl(struct cli *c, int argc, char **argv, bool fork)
+int ctl_client_save(const char *vsock, const char *out, bool fork)
 {
 	struct job j = { .sock = -1, .sig_fd = -1, .fds = { -1, -1, -1 } };
-	enum cli_cmd cmd = fork ? CLI_FORK : CLI_PAUSE;
 	sigset_t set;
 	int code, rc;
 
-	code = cli_parse_or_exit(c, cmd, argc, argv, CTL_EXIT_USAGE);
-	if (code >= 0)
-		return code;
-	log_init(c->vm.id, c->vm.log_level);
-	j.vsock = c->run.vsock;
+	j.vsock = vsock;
 	/* DIR/ names DIR: the temporary directory goes beside it, not in it. */
-	if (snprintf(j.out, sizeof(j.out), "%s", c->out) >= (int)sizeof(j.out)) {
+	if (snprintf(j.out, sizeof(j.out), "%s", out) >= (int)sizeof(j.out)) {
 		log_say("--out path too long");
 		return CTL_EXIT_USAGE;
 	}

@@ -1,19 +1,17 @@
-/* ctl_client.h - mayfly pause and mayfly fork: a running VM saved through its control socket. */
+/* ctl_client.h - the client end of a VM's control socket: a running VM saved (mayfly pause, fork), its agent asked after. */
 #ifndef MAYFLY_CONTROL_CTL_CLIENT_H
 #define MAYFLY_CONTROL_CTL_CLIENT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cli.h"
-
-/* `mayfly pause` (fork false) or `mayfly fork` (argv[0] is the command):
- * --out DIR checked (new or empty), the VM's PATH.ctl dialled, the
- * snapshot's files created in a directory beside DIR and passed to the
- * VM, renamed to DIR once the VM saved into them; a pause then waits
- * until the VM process and its socket are gone. The exit code (enum
- * ctl_exit) after one line on failure; nothing left behind. */
-int cmd_ctl(struct cli *c, int argc, char **argv, bool fork);
+/* Save the VM of `boot --vsock VSOCK` into `out` (pause, or fork when
+ * fork): out checked (new or an empty directory), VSOCK.ctl dialled, the
+ * snapshot's files created in a directory beside out and passed to the
+ * VM, renamed to out once the VM saved into them; a pause then waits
+ * until the VM process and its socket are gone. 0 or an exit code (enum
+ * ctl_exit, control/ctl_msg.h) after one line; nothing left behind. */
+int ctl_client_save(const char *vsock, const char *out, bool fork);
 
 /* Whether the VM of `boot --vsock VSOCK` has its guest agent up (its own
  * FRESHEN answered), asked over VSOCK.ctl: no connection into the guest.

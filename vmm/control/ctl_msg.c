@@ -1,5 +1,6 @@
 /* ctl_msg.c - the control socket's messages: fixed little-endian layouts, every field checked, descriptors passed with SCM_RIGHTS. */
 #include "control/ctl_msg.h"
+#include "lib/errmsg.h"
 #include "snapshot/codec.h"
 
 #include <errno.h>
@@ -76,16 +77,16 @@ int ctl_request_decode(struct ctl_request *r, const uint8_t *buf, size_t len, in
 
 	memset(r, 0, sizeof(*r));
 	if (len != CTL_REQUEST_LEN || memcmp(buf, CTL_MAGIC, CTL_MAGIC_LEN))
-		return snap_why(why, -EBADMSG, "not a mayfly control request");
+		return errmsg_why(why, -EBADMSG, "not a mayfly control request");
 	r->op = get32(buf + 8);
 	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_READY)
-		return snap_why(why, -EBADMSG, "unknown control operation %u", r->op);
+		return errmsg_why(why, -EBADMSG, "unknown control operation %u", r->op);
 	saves = r->op == CTL_OP_PAUSE || r->op == CTL_OP_FORK;
 	if (nfds != (saves ? CTL_NFDS : 0))
-		return snap_why(why, -EBADMSG, "%d file descriptors with a control request (%d "
+		return errmsg_why(why, -EBADMSG, "%d file descriptors with a control request (%d "
 				"expected)", nfds, saves ? CTL_NFDS : 0);
 	if (get_text(r->dir, buf + 16, get32(buf + 12), CTL_DIR_MAX))
-		return snap_why(why, -EBADMSG, "a malformed snapshot name in a control request");
+		return errmsg_why(why, -EBADMSG, "a malformed snapshot name in a control request");
 	return 0;
 }
 
@@ -112,16 +113,16 @@ int ctl_reply_decode(struct ctl_reply *r, const uint8_t *buf, size_t len, const 
 
 	memset(r, 0, sizeof(*r));
 	if (len != CTL_REPLY_LEN || memcmp(buf, CTL_MAGIC, CTL_MAGIC_LEN))
-		return snap_why(why, -EBADMSG, "not a mayfly control reply");
+		return errmsg_why(why, -EBADMSG, "not a mayfly control reply");
 	r->status = get32(buf + 8);
 	r->flags = get32(buf + 12);
 	if (r->status > CTL_ST_MAX || (r->flags & ~CTL_FLAG_OVERLAY))
-		return snap_why(why, -EBADMSG, "a control reply with status %u, flags 0x%x",
+		return errmsg_why(why, -EBADMSG, "a control reply with status %u, flags 0x%x",
 				r->status, r->flags);
 	for (int i = 0; i < 5; i++)
 		*nums[i] = get64(buf + 16 + 8 * i);
 	if (get_text(r->text, buf + 60, get32(buf + 56), CTL_TEXT_MAX))
-		return snap_why(why, -EBADMSG, "a malformed reason in a control reply");
+		return errmsg_why(why, -EBADMSG, "a malformed reason in a control reply");
 	return 0;
 }
 

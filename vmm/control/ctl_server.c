@@ -1,16 +1,16 @@
 /* ctl_server.c - a booted VM's control socket: mayfly pause and fork save the running VM, quiesced, into files the client opened and passed. */
 #include "control/ctl_server.h"
+#include "lib/errmsg.h"
 #include "control/ctl_msg.h"
-#include "agent/client.h"
-#include "agent/snapshot_cmd.h"
-#include "agent/vm_agent.h"
-#include "clock.h"
-#include "log.h"
+#include "agent_client/client.h"
+#include "agent_client/lifecycle.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
 #include "snapshot/codec.h"
-#include "thread.h"
-#include "vm.h"
-#include "vm_devices.h"
+#include "lib/thread.h"
+#include "vm/vm.h"
+#include "vm/devices.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,11 +185,11 @@ static int ensure_ids(struct ctl_server *s, const char **why)
  * I/O thread has read its end: give that a moment before calling it busy. */
 static int hold_door(struct ctl_server *s)
 {
-	int rc = virtio_vsock_hold(s->vm->vsock);
+	int rc = vm_vsock_hold(s->vm);
 
 	for (int waited = 0; rc == -EBUSY && waited < HOLD_PATIENCE_MS; waited += 10) {
 		poll(NULL, 0, 10);
-		rc = virtio_vsock_hold(s->vm->vsock);
+		rc = vm_vsock_hold(s->vm);
 	}
 	return rc;
 }
@@ -204,7 +204,7 @@ static int quiesce(struct ctl_server *s, bool *reached, const char **why)
 
 	*reached = !rc;
 	if (!rc)
-		rc = snapshot_quiesce(s->client, why);
+		rc = agent_quiesce(s->client, why);
 	agent_client_close(s->client);
 	if (!rc)
 		rc = vm_devices_wait_idle(s->vm, IDLE_WAIT_MS, why);
@@ -219,12 +219,11 @@ static void go_on(struct ctl_server *s, bool quiesced)
 	const char *why = "";
 	int rc;
 
-	vm_resume(s->vm);
-	event_loop_resume(&s->vm->io);
-	virtio_vsock_release(s->vm->vsock);
+	vm_unquiesce(s->vm);
+	vm_vsock_release(s->vm);
 	if (!quiesced)
 		return;
-	rc = vm_agent_connect_fresh(s->client, dial_vm, s->vm, deadline, s->stop_fd, &why);
+	rc = agent_connect_fresh(s->client, dial_vm, s->vm, deadline, s->stop_fd, &why);
 	agent_client_close(s->client);
 	if (rc)
 		log_warn("control socket: the guest agent was not freshened after the save: %s", why);
@@ -239,7 +238,7 @@ static int check_fds(const int *fds, const char **why)
 
 		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != 0 ||
 		    fl < 0 || (fl & O_ACCMODE) != O_RDWR)
-			return snap_why(why, -EBADMSG, "control request file %d is not an empty "
+			return errmsg_why(why, -EBADMSG, "control request file %d is not an empty "
 					"regular file open read-write", i);
 	}
 	return 0;
@@ -293,12 +292,11 @@ static bool live_save(struct ctl_server *s, int fd, const struct ctl_request *re
 		reply(fd, &r, CTL_ST_REFUSED, "the guest agent could not be quiesced: %s", why);
 		return false;
 	}
-	if (vm_pause(s->vm)) {
-		virtio_vsock_release(s->vm->vsock);
+	if (vm_quiesce(s->vm)) {
+		vm_vsock_release(s->vm);
 		reply(fd, &r, CTL_ST_FAILED, "the VM ended");
 		return false;
 	}
-	event_loop_pause(&s->vm->io);
 	t_paused = clock_now_ns();
 	f = s->ids;
 	snap_writer_init(&w);
@@ -353,7 +351,7 @@ static void answer_ready(struct ctl_server *s, int fd)
 	int n;
 
 	do
-		n = poll(p, 2, VM_AGENT_BOOT_TIMEOUT_S * 1000);
+		n = poll(p, 2, AGENT_BOOT_TIMEOUT_S * 1000);
 	while (n < 0 && errno == EINTR);
 	if (n > 0 && (p[0].revents & POLLIN))
 		reply(fd, &r, CTL_ST_OK, "the guest agent is ready");
@@ -386,7 +384,7 @@ static bool serve(struct ctl_server *s, int fd)
 	}
 	if (bad ||
 	    (req.op != CTL_OP_PAUSE && req.op != CTL_OP_FORK &&
-	     snap_why(&why, -EINVAL, "no pause to commit or abort")) ||
+	     errmsg_why(&why, -EINVAL, "no pause to commit or abort")) ||
 	    check_fds(got, &why)) {
 		for (int i = 0; i < nfds; i++)
 			close(got[i]);

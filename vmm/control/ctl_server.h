@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "config.h"
-#include "vm_snapshot.h"
+#include "vm/config.h"
+#include "vm/snapshot.h"
 
 struct vm;
 struct agent_client;

@@ -1,6 +1,7 @@
 /* boot_timer.c - records and logs, once, how long the guest took to say it is ready. */
 #include "boot_timer.h"
-#include "log.h"
+#include "lib/errmsg.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -71,7 +72,7 @@ int boot_timer_restore(struct boot_timer *bt, const void *data, size_t len, cons
 	snap_in_init(&in, data, len);
 	saved = snap_in_u64(&in);
 	if (!snap_in_end(&in))
-		return snap_why(why, -EBADMSG, "corrupt boot timer section: %zu bytes, want 8", len);
+		return errmsg_why(why, -EBADMSG, "corrupt boot timer section: %zu bytes, want 8", len);
 	if (saved) {
 		atomic_store(&bt->fired_us, boot_timer_since_start_us(bt));
 		log_debug("boot timer: restored; the snapshot's guest was ready after %llu us",

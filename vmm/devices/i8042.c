@@ -1,5 +1,6 @@
 /* i8042.c - the PS/2 controller reduced to its reset line: command 0xFE ends the VM. */
 #include "i8042.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <string.h>
@@ -59,6 +60,6 @@ int i8042_restore(struct i8042 *dev, const void *data, size_t len, const char **
 	(void)dev;
 	(void)data;
 	if (len)
-		return snap_why(why, -EBADMSG, "corrupt i8042 section: %zu bytes, want 0", len);
+		return errmsg_why(why, -EBADMSG, "corrupt i8042 section: %zu bytes, want 0", len);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* serial.c - a 16550A UART: enough of the chip for Linux's 8250 driver to probe it and run in interrupt mode. */
 #include "serial.h"
-#include "sparse.h"
+#include "lib/errmsg.h"
+#include "lib/sparse.h"
 
 #include <errno.h>
 #include <string.h>
@@ -446,11 +447,11 @@ int serial_restore(struct serial *s, const void *data, size_t len, const char **
 	const char *bad;
 
 	if (len != SERIAL_STATE_LEN)
-		return snap_why(why, -EBADMSG, "corrupt serial section: %zu bytes, want %u", len,
+		return errmsg_why(why, -EBADMSG, "corrupt serial section: %zu bytes, want %u", len,
 				SERIAL_STATE_LEN);
 	bad = serial_check(b);
 	if (bad)
-		return snap_why(why, -EBADMSG, "corrupt serial section: %s", bad);
+		return errmsg_why(why, -EBADMSG, "corrupt serial section: %s", bad);
 	pthread_mutex_lock(&s->lock);
 	s->ier = b[SNAP_IER];
 	s->lcr = b[SNAP_LCR];

@@ -1,8 +1,9 @@
 /* cow.c - a copy-on-write disk: a read-only base file under a private in-memory overlay. */
-#include "atomic_file.h"
+#include "lib/atomic_file.h"
+#include "lib/errmsg.h"
 #include "disk/backend.h"
 #include "disk/disk.h"
-#include "map_guard.h"
+#include "lib/map_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -190,19 +191,19 @@ static int cow_map_overlay(struct disk *disk, struct cow *c, int overlay_fd, con
 	if (overlay_fd < 0) {
 		c->overlay = cow_map(c->overlay_len);
 		if (!c->overlay)
-			return snap_why(why, -errno, "cannot map memory for the copy-on-write overlay");
+			return errmsg_why(why, -errno, "cannot map memory for the copy-on-write overlay");
 		return 0;
 	}
 	if (fstat(overlay_fd, &st) < 0)
-		return snap_why(why, -errno, "cannot stat the overlay file");
+		return errmsg_why(why, -errno, "cannot stat the overlay file");
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != disk->size)
-		return snap_why(why, -EINVAL, "the overlay file is %llu bytes, the base image %llu",
+		return errmsg_why(why, -EINVAL, "the overlay file is %llu bytes, the base image %llu",
 				(unsigned long long)st.st_size, (unsigned long long)disk->size);
 	c->overlay = mmap(NULL, c->overlay_len, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_NORESERVE, overlay_fd, 0);
 	if (c->overlay == MAP_FAILED) {
 		c->overlay = NULL;
-		return snap_why(why, -errno, "cannot map the overlay file");
+		return errmsg_why(why, -errno, "cannot map the overlay file");
 	}
 	/* Best effort: without the guard, a cut file is a bare SIGBUS death. */
 	(void)map_guard_add(c->overlay, c->overlay_len,
@@ -296,7 +297,7 @@ int disk_check_snapshot(const struct disk *disk, const char **why)
 {
 	if (disk_is_cow(disk) || disk->read_only)
 		return 0;
-	return snap_why(why, -ENOTSUP, "a writable raw disk cannot be in a snapshot: its file is "
+	return errmsg_why(why, -ENOTSUP, "a writable raw disk cannot be in a snapshot: its file is "
 			"written in place, so a restored VM would find it changed under it");
 }
 
@@ -337,11 +338,11 @@ int disk_cow_save_fd(const struct disk *disk, int fd, struct snap_out *o, const 
 	int ret;
 
 	if (!disk_is_cow(disk))
-		return snap_why(why, -EINVAL, "not a copy-on-write disk");
+		return errmsg_why(why, -EINVAL, "not a copy-on-write disk");
 	/* The size first: every block not written stays a hole. */
 	ret = ftruncate(fd, (off_t)disk->size) < 0 ? -errno : cow_write_dirty(disk, c, fd);
 	if (ret)
-		return snap_why(why, ret, "cannot write the disk overlay: %s", strerror(-ret));
+		return errmsg_why(why, ret, "cannot write the disk overlay: %s", strerror(-ret));
 	snap_out_u64(o, disk->size);
 	snap_out_u32(o, COW_BLOCK);
 	snap_out_u32(o, 0);
@@ -368,7 +369,7 @@ int disk_cow_save(const struct disk *disk, const char *overlay_path, struct snap
 	struct overlay_fill f = { disk, o };
 
 	if (!disk_is_cow(disk))
-		return snap_why(why, -EINVAL, "not a copy-on-write disk");
+		return errmsg_why(why, -EINVAL, "not a copy-on-write disk");
 	return atomic_file_fill(overlay_path, overlay_fill, &f, why);
 }
 
@@ -386,13 +387,13 @@ static int cow_load_dirty(struct disk *disk, const void *data, size_t len, const
 	block = snap_in_u32(&in);
 	zero = snap_in_u32(&in);
 	if (in.bad || block != COW_BLOCK || zero)
-		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: bad header");
+		return errmsg_why(why, -EBADMSG, "corrupt overlay bitmap: bad header");
 	if (size != disk->size)
-		return snap_why(why, -EINVAL, "the snapshot's overlay is for a disk of %llu bytes, "
+		return errmsg_why(why, -EINVAL, "the snapshot's overlay is for a disk of %llu bytes, "
 				"the base image has %llu", (unsigned long long)size,
 				(unsigned long long)disk->size);
 	if (len - COW_SNAP_HEADER != c->dirty_len)
-		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: %zu bytes, a disk of %llu "
+		return errmsg_why(why, -EBADMSG, "corrupt overlay bitmap: %zu bytes, a disk of %llu "
 				"bytes needs %zu", len - COW_SNAP_HEADER,
 				(unsigned long long)disk->size, c->dirty_len);
 	c->used_blocks = 0;
@@ -401,7 +402,7 @@ static int cow_load_dirty(struct disk *disk, const void *data, size_t len, const
 		c->used_blocks += (uint64_t)__builtin_popcountll(c->dirty[i]);
 	}
 	if (tail_bits && (c->dirty[words - 1] >> tail_bits))
-		return snap_why(why, -EBADMSG, "corrupt overlay bitmap: bits past the last block");
+		return errmsg_why(why, -EBADMSG, "corrupt overlay bitmap: bits past the last block");
 	return 0;
 }
 
@@ -415,7 +416,7 @@ int disk_open_cow_restored(struct disk *disk, const char *base_path, const char 
 	fd = open(overlay_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
-		return snap_why(why, ret, "cannot open the overlay file %s: %s", overlay_path,
+		return errmsg_why(why, ret, "cannot open the overlay file %s: %s", overlay_path,
 				strerror(-ret));
 	}
 	ret = cow_open(disk, base_path, fd, why);

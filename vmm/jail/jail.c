@@ -3,11 +3,10 @@
 #include "jail/creds.h"
 #include "jail/lease.h"
 #include "jail/ns.h"
-#include "sparse.h"
-#include "control/ctl_msg.h"
-#include "exitcode.h"
-#include "thread.h"
-#include "log.h"
+#include "lib/sparse.h"
+#include "lib/exitcode.h"
+#include "lib/thread.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +62,7 @@ void jail_config_init(struct jail_config *jc)
 	jc->gid = JAIL_DEFAULT_GID;
 	jc->cpu_pct = JAIL_DEFAULT_CPU_PCT;
 	jc->writable_dir = NULL;
+	jc->control_socket = NULL;
 }
 
 /* The --vsock socket's directory, absolute: it is bind-mounted into the
@@ -143,7 +143,6 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 /* Everything jail_start made on the host, once the VM process is gone. */
 static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was_there)
 {
-	char path[CONFIG_PATH_MAX];
 	bool removed = true;
 	struct stat st;
 	int rc;
@@ -166,9 +165,9 @@ static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was
 		unlink(cfg->vsock_path);
 	/* Its control socket (mayfly pause, fork), last: a client waits for it
 	 * to go. The VM bound a new one (a new inode) over any stale one. */
-	if (cfg->vsock_path[0] && !ctl_socket_path(cfg->vsock_path, path, sizeof(path)) &&
-	    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino != j->ctl_before)
-		unlink(path);
+	if (j->control_socket && lstat(j->control_socket, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_ino != j->ctl_before)
+		unlink(j->control_socket);
 }
 
 /* The supervisor: signals sent to us go to the VM process (the terminal's
@@ -285,10 +284,9 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 		return JAIL_SUPERVISOR_DONE;
 	}
 	socket_was_there = cfg->vsock_path[0] && lstat(cfg->vsock_path, &st) == 0;
-	if (cfg->vsock_path[0] && !ctl_socket_path(cfg->vsock_path, j->dir, sizeof(j->dir)) &&
-	    lstat(j->dir, &st) == 0)
+	j->control_socket = jc->control_socket;
+	if (j->control_socket && lstat(j->control_socket, &st) == 0)
 		j->ctl_before = st.st_ino;
-	j->dir[0] = '\0';
 	if (!j->root) {
 		rc = ns_enter_user(j->uid, j->gid, &what);
 		if (rc) {

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "vm/config.h"
 #include "jail/cgroup.h"
 #include "jail/lease.h"
 
@@ -25,6 +25,10 @@ struct jail_config {
 	 * (snapshot create's new snapshot), given to the VM's uid and
 	 * bind-mounted into the jail at the same path. NULL: none. */
 	const char *writable_dir;
+	/* Not an option: the VM's control socket in the --vsock socket's
+	 * directory (boot --vsock), or NULL. Removed after the VM when the VM
+	 * bound it (a new inode), as the --vsock socket is. */
+	const char *control_socket;
 };
 
 /* Defaults: enabled, 65534:65534, 100%. */
@@ -40,7 +44,8 @@ struct jail {
 	char dir[CONFIG_PATH_MAX]; /* the jail directory on the host */
 	char vsock_dir[CONFIG_PATH_MAX];   /* boot --vsock: the socket's directory, kept */
 	char writable_dir[CONFIG_PATH_MAX];   /* jail_config's, kept */
-	ino_t ctl_before;          /* boot --vsock: PATH.ctl's inode before the VM (0: none) */
+	const char *control_socket;   /* jail_config's */
+	ino_t ctl_before;          /* its inode before the VM (0: none) */
 	char cwd[CONFIG_PATH_MAX];
 	struct cgroup cgroup;
 	struct lease lease;        /* owns dir and cgroup while the supervisor lives */

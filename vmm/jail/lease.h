@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "vm/config.h"
 
 #define LEASE_SUFFIX ".lock"
 

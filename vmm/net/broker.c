@@ -1,7 +1,7 @@
 /* broker.c - the network broker process: re-check, resolve, refuse internal ranges, connect with a timeout, pass the socket back. */
 #include "net/broker.h"
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
 
 #include <errno.h>

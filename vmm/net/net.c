@@ -1,7 +1,7 @@
 /* net.c - one sandbox's allow-listed network: broker before the jail, proxy on the vsock device, both gone at the end. */
 #include "net/net.h"
-#include "log.h"
-#include "vm.h"
+#include "lib/log.h"
+#include "vm/vm.h"
 
 #include <errno.h>
 #include <string.h>
@@ -28,18 +28,16 @@ int net_run_attach(struct net_run *n, struct vm *vm)
 
 	if (!n->policy)
 		return 0;
-	if (!vm->vsock) {
+	/* The VM does not run yet: no connection comes before the proxy is set up. */
+	if (vm_vsock_serve_port(vm, NET_VSOCK_PORT, net_proxy_accept, &n->proxy)) {
 		log_say("--allow-net: the VM has no vsock device (its agent serves the proxy)");
 		return -ENODEV;
 	}
-	rc = net_proxy_init(&n->proxy, &vm->io, n->policy, n->broker.fd, vm->cfg->id);
+	rc = net_proxy_init(&n->proxy, vm_io_loop(vm), n->policy, n->broker.fd, vm_id(vm));
 	if (rc) {
 		log_say("--allow-net: cannot watch the network broker: %s", strerror(-rc));
 		return rc;
 	}
-	vm->vsock->net_port = NET_VSOCK_PORT;
-	vm->vsock->net_opaque = &n->proxy;
-	vm->vsock->net_accept = net_proxy_accept;
 	n->proxy.record = net_audit_record;
 	n->proxy.admit = net_audit_admit;
 	n->proxy.record_opaque = &n->audit;

@@ -1,8 +1,8 @@
 /* net_audit.c - the network's audit records: queued by the I/O thread, appended to the --audit log by a writer thread, fail closed. */
 #include "net/net_audit.h"
-#include "log.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
-#include "thread.h"
+#include "lib/thread.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "audit.h"
+#include "policy/audit.h"
 #include "net/proxy.h"
 
 #define NET_AUDIT_SLOTS (4 * NET_MAX_CONNS)   /* records not yet written */

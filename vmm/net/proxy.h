@@ -4,8 +4,8 @@
 
 #include <stdint.h>
 
-#include "event.h"
-#include "log.h"
+#include "lib/event.h"
+#include "lib/log.h"
 #include "net/broker.h"
 #include "net/http.h"
 #include "net/rules.h"

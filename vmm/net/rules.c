@@ -1,6 +1,6 @@
 /* rules.c - the network allow-list: parsing --allow-net and --resolve strictly, matching names and addresses, classing addresses. */
 #include "net/rules.h"
-#include "errmsg.h"
+#include "lib/errmsg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* seccomp.c - installing the generated per-role filters, and the SIGSYS handler that names the thread role and system call. */
 #include "seccomp/seccomp.h"
 #include "seccomp/filters.h"
-#include "exitcode.h"
-#include "log.h"
+#include "lib/exitcode.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <jansson.h>

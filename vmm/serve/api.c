@@ -1,8 +1,8 @@
 /* api.c - mayfly serve's HTTP API as pure functions: which route a request is, and its JSON body checked into a typed request. */
 #include "serve/api.h"
-#include "errmsg.h"
-#include "base64.h"
-#include "config.h"
+#include "lib/errmsg.h"
+#include "lib/base64.h"
+#include "vm/config.h"
 #include "net/rules.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/client.h"
+#include "agent_client/client.h"
 
 /* lstat the guest's path into *st. 0 or -errno with why (the agent's
  * message when it refused; a frame out of shape is -EPROTO). */

@@ -3,7 +3,7 @@
 #include "serve/api.h"
 #include "serve/calls.h"
 #include "serve/live.h"
-#include "log.h"
+#include "lib/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

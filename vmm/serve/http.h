@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "vm/config.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
 

@@ -1,8 +1,8 @@
 /* live.c - mayfly serve's live sandboxes: pause (saved as a snapshot, its VM gone), resume, fork into children, through mayfly pause/fork on the VM's control socket. */
 #include "serve/live.h"
-#include "clock.h"
-#include "fs_tree.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/fs_tree.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

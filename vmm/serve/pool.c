@@ -1,6 +1,6 @@
 /* pool.c - mayfly serve's warm pools: restored VMs waiting for a create, one pool per template, refilled by a few threads at once. */
 #include "serve/pool.h"
-#include "log.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* registry.c - mayfly serve's state on disk: one directory per sandbox with a JSON record, and the clean-up of what a previous service left. */
 #include "serve/registry.h"
-#include "atomic_file.h"
-#include "config.h"
-#include "fs_tree.h"
+#include "lib/atomic_file.h"
+#include "vm/config.h"
+#include "lib/fs_tree.h"
 #include "jail/cgroup.h"
-#include "log.h"
+#include "lib/log.h"
 
 #include <dirent.h>
 #include <errno.h>

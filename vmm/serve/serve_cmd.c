@@ -1,20 +1,20 @@
 /* serve_cmd.c - mayfly serve: the HTTP API for many sandboxes, until SIGTERM drains it. */
 #include "serve/serve_cmd.h"
-#include "agent/gate.h"
-#include "agent/session.h"
-#include "agent/snapcache.h"
-#include "agent/snapshot_cmd.h"
-#include "exitcode.h"
-#include "image_id.h"
+#include "policy/gate.h"
+#include "agent_client/session.h"
+#include "launch/snapcache.h"
+#include "launch/guest_files.h"
+#include "lib/exitcode.h"
+#include "lib/image_id.h"
 #include "jail/cgroup.h"
 #include "jail/jail.h"
-#include "thread.h"
-#include "log.h"
+#include "lib/thread.h"
+#include "lib/log.h"
 #include "seccomp/seccomp.h"
 #include "serve/http.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
-#include "vm_snapshot.h"
+#include "vm/snapshot.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -141,7 +141,7 @@ static int template(struct cli *c, struct service_template *t)
 			return RUN_EXIT_MAYFLY;
 		}
 	} else {
-		code = snapshot_vm_config(&c->vm, c->verbose);
+		code = agent_vm_config(&c->vm, c->verbose);
 		if (!code)
 			code = snapcache_get(&c->vm, t->dir, sizeof(t->dir), c->verbose, &c->jail);
 		if (code) {
@@ -251,7 +251,8 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	cfg->paths.jail_bases[1] = getenv("TMPDIR") && getenv("TMPDIR")[0] == '/' ?
 				   getenv("TMPDIR") : "/tmp";
 	pass_on(x, c);
-	if (gate_open(&x->svc.gate, &x->svc.audit, &c->run, NULL, "serve"))
+	if (gate_open(&x->svc.gate, &x->svc.audit, c->run.audit_path, c->run.approve_cmd,
+		      c->run.approve_timeout_s, NULL, "serve"))
 		return RUN_EXIT_MAYFLY;
 	/* The sandboxes' --allow-net connection attempts go to the same log:
 	 * each VM with rules appends under the log's lock, in the one chain. */

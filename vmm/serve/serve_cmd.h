@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "cli.h"
+#include "cmd/cli.h"
 
 /* Parse serve's arguments, make (or find) the default template, clean
  * what a previous service left in the state directory, serve until

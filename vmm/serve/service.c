@@ -2,11 +2,11 @@
 #include "serve/service.h"
 #include "serve/live.h"
 #include "serve/pool.h"
-#include "agent/vm_agent.h"
+#include "launch/vm_agent.h"
 #include "control/ctl_client.h"
-#include "clock.h"
-#include "fs_tree.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/fs_tree.h"
+#include "lib/log.h"
 #include "net/rules.h"
 
 #include <errno.h>
@@ -183,7 +183,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		snprintf(err, errlen, "cannot write the sandbox's record: %s", strerror(-rc));
 		goto out_stop;
 	}
-	deadline = clock_now_ns() + VM_AGENT_BOOT_TIMEOUT_S * NS_PER_S;
+	deadline = clock_now_ns() + AGENT_BOOT_TIMEOUT_S * NS_PER_S;
 	wait_vm_socket(svc, sb, deadline);
 	/* The VM's own FRESHEN proves its agent up: asked over the control
 	 * socket, no connection of ours costs the guest its buffers (a

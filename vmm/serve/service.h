@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/gate.h"
-#include "config.h"
+#include "policy/gate.h"
+#include "vm/config.h"
 #include "serve/api.h"
 #include "serve/metrics.h"
 #include "serve/registry.h"

@@ -1,6 +1,6 @@
 /* supervise.c - mayfly serve's VM processes: spawned from the service's main thread (their PDEATHSIG follows it), in process groups of their own, stopped and reaped. */
 #include "serve/supervise.h"
-#include "clock.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 /* codec.c - bounded little-endian encoding and decoding of snapshot section payloads. */
 #include "codec.h"
+#include "lib/errmsg.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -104,26 +105,12 @@ bool snap_in_end(const struct snap_in *in)
 	return !in->bad && in->left == 0;
 }
 
-int snap_why(const char **why, int rc, const char *fmt, ...)
-{
-	static __thread char buf[256];
-	va_list ap;
-
-	if (!why)
-		return rc;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	*why = buf;
-	return rc;
-}
-
 int snap_ioctl(int fd, unsigned long req, void *arg, const char *name, const char **why)
 {
 	if (ioctl(fd, req, arg) < 0) {
 		int rc = -errno;
 
-		return snap_why(why, rc, "%s: %s", name, strerror(-rc));
+		return errmsg_why(why, rc, "%s: %s", name, strerror(-rc));
 	}
 	return 0;
 }

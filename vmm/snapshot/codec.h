@@ -52,13 +52,6 @@ uint64_t snap_in_u64(struct snap_in *in);
  * trailing bytes is as wrong as a short one. */
 bool snap_in_end(const struct snap_in *in);
 
-/* Format a one-line reason into a per-thread buffer and point *why at it;
- * returns `rc` so a caller can `return snap_why(why, -EINVAL, "...")`. The
- * text stays valid until this thread's next call, so no argument may be an
- * earlier *why. why may be NULL. */
-int snap_why(const char **why, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* ioctl(fd, req, arg); on failure *why is "<name>: <strerror>". The save
  * and restore steps of vcpu_state and vm_state are chains of these.
  * 0 or -errno. */

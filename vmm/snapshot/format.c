@@ -1,6 +1,7 @@
 /* format.c - write and parse the snapshot `state` file: header, crc32-checked sections, end marker. */
 #include "format.h"
-#include "../atomic_file.h"
+#include "lib/errmsg.h"
+#include "lib/atomic_file.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -133,7 +134,7 @@ int snap_writer_write_fd(struct snap_writer *w, int fd, const char **why)
 	int rc = snap_writer_finish(w, &data, &len);
 
 	if (rc)
-		return snap_why(why, rc, "out of memory building the snapshot state");
+		return errmsg_why(why, rc, "out of memory building the snapshot state");
 	while (done < len) {
 		ssize_t n = write(fd, data + done, len - done);
 
@@ -141,7 +142,7 @@ int snap_writer_write_fd(struct snap_writer *w, int fd, const char **why)
 			continue;
 		if (n <= 0) {
 			rc = n < 0 ? -errno : -EIO;
-			return snap_why(why, rc, "cannot write the state file: %s", strerror(-rc));
+			return errmsg_why(why, rc, "cannot write the state file: %s", strerror(-rc));
 		}
 		done += (size_t)n;
 	}
@@ -178,13 +179,13 @@ static int check_end(const uint8_t *b, size_t len, size_t off, uint32_t crc, uin
 		     const char **why)
 {
 	if (slen != 0)
-		return snap_why(why, -EBADMSG, "corrupt snapshot state: end marker at offset %zu has length %" PRIu64,
+		return errmsg_why(why, -EBADMSG, "corrupt snapshot state: end marker at offset %zu has length %" PRIu64,
 				off, slen);
 	if (crc != crc_update((uint32_t)crc32(0, Z_NULL, 0), b, off))
-		return snap_why(why, -EBADMSG, "corrupt snapshot state: whole-file crc32 mismatch at the end marker (offset %zu)",
+		return errmsg_why(why, -EBADMSG, "corrupt snapshot state: whole-file crc32 mismatch at the end marker (offset %zu)",
 				off);
 	if (len - off != SNAP_SECTION_HEADER)
-		return snap_why(why, -EBADMSG, "corrupt snapshot state: %zu bytes after the end marker",
+		return errmsg_why(why, -EBADMSG, "corrupt snapshot state: %zu bytes after the end marker",
 				len - off - SNAP_SECTION_HEADER);
 	return 0;
 }
@@ -203,23 +204,23 @@ int snap_parse(struct snap_file *f, const void *buf, size_t len,
 	f->version = 0;
 	snap_in_init(&in, buf, len);
 	if (!snap_in_get(&in, magic, sizeof(magic)) || memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN))
-		return snap_why(why, -EBADMSG, "not a mayfly snapshot state file (bad magic)");
+		return errmsg_why(why, -EBADMSG, "not a mayfly snapshot state file (bad magic)");
 	f->version = snap_in_u32(&in);
 	flags = snap_in_u32(&in);
 	if (in.bad)
-		return snap_why(why, -EBADMSG, "corrupt snapshot state: truncated in the file header");
+		return errmsg_why(why, -EBADMSG, "corrupt snapshot state: truncated in the file header");
 	if (f->version != SNAP_FORMAT_VERSION)
-		return snap_why(why, -ENOTSUP, "snapshot state format version %" PRIu32 ", this mayfly reads version %u (make the snapshot again)",
+		return errmsg_why(why, -ENOTSUP, "snapshot state format version %" PRIu32 ", this mayfly reads version %u (make the snapshot again)",
 				f->version, SNAP_FORMAT_VERSION);
 	if (flags != 0)
-		return snap_why(why, -EBADMSG, "corrupt snapshot state: unknown header flags 0x%" PRIx32, flags);
+		return errmsg_why(why, -EBADMSG, "corrupt snapshot state: unknown header flags 0x%" PRIx32, flags);
 
 	for (;;) {
 		uint32_t type, crc;
 		uint64_t slen;
 
 		if (len - off < SNAP_SECTION_HEADER)
-			return snap_why(why, -EBADMSG, len == off ?
+			return errmsg_why(why, -EBADMSG, len == off ?
 					"corrupt snapshot state: truncated at offset %zu, no end marker" :
 					"corrupt snapshot state: truncated in a section header at offset %zu", off);
 		snap_in_init(&in, b + off, SNAP_SECTION_HEADER);
@@ -235,15 +236,15 @@ int snap_parse(struct snap_file *f, const void *buf, size_t len,
 		}
 		snap_section_name(type, name, sizeof(name));
 		if (slen > len - off - SNAP_SECTION_HEADER)
-			return snap_why(why, -EBADMSG, "corrupt snapshot state: section %s at offset %zu claims %" PRIu64 " bytes, %zu remain",
+			return errmsg_why(why, -EBADMSG, "corrupt snapshot state: section %s at offset %zu claims %" PRIu64 " bytes, %zu remain",
 					name, off, slen, len - off - SNAP_SECTION_HEADER);
 		if (section_crc(type, slen, b + off + SNAP_SECTION_HEADER) != crc)
-			return snap_why(why, -EBADMSG, "corrupt snapshot state: crc32 mismatch in section %s at offset %zu",
+			return errmsg_why(why, -EBADMSG, "corrupt snapshot state: crc32 mismatch in section %s at offset %zu",
 					name, off);
 		if (snap_find(f, type))
-			return snap_why(why, -EBADMSG, "corrupt snapshot state: section %s twice", name);
+			return errmsg_why(why, -EBADMSG, "corrupt snapshot state: section %s twice", name);
 		if (f->nr >= SNAP_MAX_SECTIONS)
-			return snap_why(why, -EBADMSG, "corrupt snapshot state: more than %u sections",
+			return errmsg_why(why, -EBADMSG, "corrupt snapshot state: more than %u sections",
 					SNAP_MAX_SECTIONS);
 		f->sec[f->nr++] = (struct snap_section){ type, b + off + SNAP_SECTION_HEADER, slen };
 		off += SNAP_SECTION_HEADER + (size_t)slen;
@@ -251,7 +252,7 @@ int snap_parse(struct snap_file *f, const void *buf, size_t len,
 
 	for (size_t i = 0; i < nr_required; i++)
 		if (!snap_find(f, required[i]))
-			return snap_why(why, -EBADMSG, "incomplete snapshot state: no %s section",
+			return errmsg_why(why, -EBADMSG, "incomplete snapshot state: no %s section",
 					snap_section_name(required[i], name, sizeof(name)));
 	return 0;
 }

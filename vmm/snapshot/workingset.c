@@ -1,5 +1,6 @@
 /* workingset.c - the pages a restored guest is expected to write first: runs of page numbers, encoded as a snapshot section. */
 #include "snapshot/workingset.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,29 +63,29 @@ int workingset_decode(const void *data, size_t len, uint64_t pages, struct ws_ra
 	page_size = snap_in_u32(&in);
 	runs = snap_in_u64(&in);
 	if (in.bad)
-		return snap_why(why, -EBADMSG, "working set section cut short");
+		return errmsg_why(why, -EBADMSG, "working set section cut short");
 	if (version != WORKINGSET_VERSION)
-		return snap_why(why, -ENOTSUP, "working set version %u, this mayfly reads version %u",
+		return errmsg_why(why, -ENOTSUP, "working set version %u, this mayfly reads version %u",
 				version, WORKINGSET_VERSION);
 	if (page_size != WORKINGSET_PAGE_SIZE)
-		return snap_why(why, -EBADMSG, "working set page size %u, not %u", page_size,
+		return errmsg_why(why, -EBADMSG, "working set page size %u, not %u", page_size,
 				WORKINGSET_PAGE_SIZE);
 	/* Exact length before any allocation: the count cannot ask for more
 	 * than the payload holds. */
 	if (runs != in.left / 16 || in.left % 16)
-		return snap_why(why, -EBADMSG, "working set of %llu runs in %zu bytes",
+		return errmsg_why(why, -EBADMSG, "working set of %llu runs in %zu bytes",
 				(unsigned long long)runs, len);
 	if (runs == 0)
 		return 0;
 	r = calloc((size_t)runs, sizeof(*r));
 	if (!r)
-		return snap_why(why, -ENOMEM, "out of memory");
+		return errmsg_why(why, -ENOMEM, "out of memory");
 	for (uint64_t i = 0; i < runs; i++) {
 		r[i].first = snap_in_u64(&in);
 		r[i].count = snap_in_u64(&in);
 		if (r[i].count == 0 || r[i].first < next || r[i].first > pages ||
 		    r[i].count > pages - r[i].first) {
-			int rc = snap_why(why, -EBADMSG, "working set run %llu (pages %llu+%llu) is "
+			int rc = errmsg_why(why, -EBADMSG, "working set run %llu (pages %llu+%llu) is "
 					  "empty, out of order or past the %llu pages of guest RAM",
 					  (unsigned long long)i, (unsigned long long)r[i].first,
 					  (unsigned long long)r[i].count, (unsigned long long)pages);

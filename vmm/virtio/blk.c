@@ -1,6 +1,7 @@
 /* blk.c - virtio-blk: read, write, flush and get-id requests served from a disk backend. */
 #include "virtio/blk.h"
-#include "log.h"
+#include "lib/errmsg.h"
+#include "lib/log.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -129,10 +130,10 @@ static int blk_restore(void *dev, struct snap_in *in, const char **why)
 	uint64_t sectors = snap_in_u64(in);
 
 	if (!snap_in_end(in))
-		return snap_why(why, -EBADMSG, "virtio-blk %s: corrupt snapshot state: its part is "
+		return errmsg_why(why, -EBADMSG, "virtio-blk %s: corrupt snapshot state: its part is "
 				"not one 8-byte capacity", blk->mmio.name);
 	if (sectors != blk->disk.size / DISK_SECTOR_SIZE)
-		return snap_why(why, -EINVAL, "virtio-blk %s: the snapshot's disk has %llu sectors, "
+		return errmsg_why(why, -EINVAL, "virtio-blk %s: the snapshot's disk has %llu sectors, "
 				"this one %llu", blk->mmio.name, (unsigned long long)sectors,
 				(unsigned long long)(blk->disk.size / DISK_SECTOR_SIZE));
 	return 0;

@@ -1,6 +1,7 @@
 /* mmio.c - the virtio-mmio register file, the device status state machine and queue setup. */
 #include "virtio/mmio.h"
-#include "log.h"
+#include "lib/errmsg.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <linux/virtio_config.h>
@@ -420,7 +421,7 @@ int virtio_mmio_save(struct virtio_mmio *m, struct snap_out *o, const char **why
 		snap_out_put(o, dev.data, dev.len);
 		rc = dev.err ? dev.err : o->err;
 		if (rc)
-			snap_why(why, rc, "virtio-%s %s: out of memory saving its state", m->ops->name,
+			errmsg_why(why, rc, "virtio-%s %s: out of memory saving its state", m->ops->name,
 				 m->name);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -442,7 +443,7 @@ static int refuse(const struct virtio_mmio *m, const char **why, int rc, const c
 	char copy[200];
 
 	snprintf(copy, sizeof(copy), "%s", what);
-	return snap_why(why, rc, "virtio-%s %s: %s", m->ops->name, m->name, copy);
+	return errmsg_why(why, rc, "virtio-%s %s: %s", m->ops->name, m->name, copy);
 }
 
 static int decode_queues(const struct virtio_mmio *m, struct snap_in *in, struct mmio_snap *s,

@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "log.h"
-#include "mem.h"
+#include "lib/log.h"
+#include "mem/mem.h"
 #include "snapshot/codec.h"
 #include "virtio/queue.h"
 

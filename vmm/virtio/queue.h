@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 #include "snapshot/codec.h"
 
 /* Largest queue any mayfly device offers (QueueNumMax). A chain never has

@@ -1,7 +1,7 @@
 /* vsock.c - virtio-vsock, the device side: three queues, packet headers, validation, the rx pump and reset. */
 #include "virtio/vsock_conn.h"
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -444,6 +444,14 @@ err_listen_watch:
 err_mmio:
 	virtio_vsock_destroy(v);
 	return rc;
+}
+
+void virtio_vsock_serve_port(struct virtio_vsock *v, uint32_t port, int (*accept)(void *opaque),
+			     void *opaque)
+{
+	v->net_port = port;
+	v->net_opaque = opaque;
+	v->net_accept = accept;
 }
 
 void virtio_vsock_log_stats(const struct virtio_vsock *v)

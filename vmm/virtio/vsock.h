@@ -9,8 +9,8 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
-#include "event.h"
-#include "log.h"
+#include "lib/event.h"
+#include "lib/log.h"
 #include "virtio/mmio.h"
 #include "virtio/queue.h"
 
@@ -176,6 +176,12 @@ bool virtio_vsock_quiet(struct virtio_vsock *v);
  * the listener goes on once each is released (virtio_vsock_release). */
 int virtio_vsock_hold(struct virtio_vsock *v);
 void virtio_vsock_release(struct virtio_vsock *v);
+
+/* Guest connections to host port `port` go to accept(opaque), on the I/O
+ * thread: it returns the host end's fd, or -errno to refuse. One such
+ * port per device; set before the device runs. */
+void virtio_vsock_serve_port(struct virtio_vsock *v, uint32_t port, int (*accept)(void *opaque),
+			     void *opaque);
 
 /* Log the connection and byte statistics at info level. */
 void virtio_vsock_log_stats(const struct virtio_vsock *v);

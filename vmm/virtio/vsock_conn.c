@@ -1,7 +1,7 @@
 /* vsock_conn.c - virtio-vsock connections: their table, state, credit, relaying both ways, and how they end. */
 #include "virtio/vsock_conn.h"
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <stdio.h>

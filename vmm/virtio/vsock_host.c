@@ -1,7 +1,7 @@
 /* vsock_host.c - virtio-vsock's front door on the host: the Unix listener, local connections, the CONNECT line, connection timeouts. */
 #include "virtio/vsock_conn.h"
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

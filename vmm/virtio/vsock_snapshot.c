@@ -1,5 +1,6 @@
 /* vsock_snapshot.c - virtio-vsock across a snapshot: its part of the payload, and the TRANSPORT_RESET a restored guest is owed. */
 #include "virtio/vsock_conn.h"
+#include "lib/errmsg.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -71,7 +72,7 @@ int vsock_snapshot_save(void *dev, struct snap_out *o, const char **why)
 	unsigned waiting, open = conns_left(v, &waiting);
 
 	if (open || waiting)
-		return snap_why(why, -EBUSY, "virtio-vsock %s: %u connections open and %u waiting: "
+		return errmsg_why(why, -EBUSY, "virtio-vsock %s: %u connections open and %u waiting: "
 				"a snapshot holds none (the guest agent closes them first)",
 				v->mmio.name, open, waiting);
 	if (v->rx_held) {
@@ -98,22 +99,22 @@ int vsock_snapshot_restore(void *dev, struct snap_in *in, const char **why)
 	uint32_t rsts[VSOCK_RST_RING][2];
 
 	if (nr_rsts > VSOCK_RST_RING)
-		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: %u RSTs "
+		return errmsg_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: %u RSTs "
 				"owed, at most %u", v->mmio.name, nr_rsts, VSOCK_RST_RING);
 	for (uint32_t i = 0; i < nr_rsts; i++) {
 		rsts[i][0] = snap_in_u32(in);
 		rsts[i][1] = snap_in_u32(in);
 	}
 	if (!snap_in_end(in))
-		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: its part is "
+		return errmsg_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: its part is "
 				"cut short or has bytes after it", v->mmio.name);
 	if (cid != v->guest_cid)
-		return snap_why(why, -EINVAL, "virtio-vsock %s: the snapshot's guest CID is %llu, "
+		return errmsg_why(why, -EINVAL, "virtio-vsock %s: the snapshot's guest CID is %llu, "
 				"this device's %llu", v->mmio.name, (unsigned long long)cid,
 				(unsigned long long)v->guest_cid);
 	/* The range vsock_host.c hands out local ports from. */
 	if (next_port < VSOCK_HOST_PORT_BASE || next_port == 0xffffffffu)
-		return snap_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: next local "
+		return errmsg_why(why, -EBADMSG, "virtio-vsock %s: corrupt snapshot state: next local "
 				"port %u outside %u..%u", v->mmio.name, next_port,
 				VSOCK_HOST_PORT_BASE, 0xfffffffeu);
 	v->next_port = next_port;

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../mem.h"
+#include "mem/mem.h"
 
 enum kernel_format {
 	KERNEL_ELF64,    /* uncompressed vmlinux: 64-bit entry, zero page in RSI */

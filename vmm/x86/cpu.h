@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../mem.h"
-#include "../snapshot/codec.h"
+#include "mem/mem.h"
+#include "snapshot/codec.h"
 #include "boot.h"
 
 /* --- cpuid.c --- */

@@ -1,5 +1,6 @@
 /* cpuid.c - the guest's CPUID: what KVM supports, with the hypervisor bit and a topology to match --cpus. */
 #include "cpu.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -154,7 +155,7 @@ int cpuid_decode(const void *data, size_t len, struct kvm_cpuid2 **out, const ch
 	snap_in_init(&in, data, len);
 	n = snap_in_u32(&in);
 	if (in.bad || n == 0 || n > CPUID_MAX_ENTRIES || in.left != (size_t)n * CPUID_ENTRY_BYTES)
-		return snap_why(why, -EBADMSG, "corrupt cpuid section: %u entries in %zu bytes", n, len);
+		return errmsg_why(why, -EBADMSG, "corrupt cpuid section: %u entries in %zu bytes", n, len);
 	c = calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
 	if (!c)
 		return -ENOMEM;
@@ -264,7 +265,7 @@ int cpuid_check_host(const struct kvm_cpuid2 *saved, const struct kvm_cpuid2 *ho
 			if (n->leaf == f->leaf && n->sub == f->sub && n->reg == f->reg && n->bit == bit)
 				name = n->name;
 		}
-		return snap_why(why, -ENOTSUP,
+		return errmsg_why(why, -ENOTSUP,
 				"this host's CPU (as KVM offers it) lacks a feature the snapshot's guest uses: CPUID.(EAX=%#x,ECX=%u):%s bit %d%s%s%s",
 				f->leaf, f->sub, reg_names[f->reg], bit,
 				*name ? " (" : "", name, *name ? ")" : "");

@@ -29,6 +29,8 @@
 /* The 32-bit hole: RAM stops at 3 GiB and resumes at 4 GiB. */
 #define LAYOUT_MMIO_HOLE_START  0xc0000000ULL
 #define LAYOUT_HIGH_RAM_START   0x100000000ULL
+/* Guest RAM's slots for mem_init (a struct mem_layout initializer). */
+#define LAYOUT_RAM_SLOTS        { 2, { { 0, LAYOUT_MMIO_HOLE_START }, { LAYOUT_HIGH_RAM_START, 0 } } }
 
 /* MMIO devices inside the hole. */
 #define LAYOUT_BOOT_TIMER       0xd0000000ULL  /* guest writes BOOT_TIMER_MAGIC here */

@@ -1,5 +1,6 @@
 /* vcpu_state.c - one vCPU's whole KVM state: save, restore in the order KVM needs, encode and decode. */
 #include "vcpu_state.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -72,14 +73,14 @@ int vcpu_state_msr_list(int kvm_sys_fd, struct vcpu_msr_list *list, const char *
 	/* With room for none, KVM answers E2BIG and says how many there are. */
 	if (ioctl(kvm_sys_fd, KVM_GET_MSR_INDEX_LIST, &probe) == 0 || errno != E2BIG ||
 	    probe.nmsrs > 65536)
-		return snap_why(why, -EIO, "KVM_GET_MSR_INDEX_LIST: cannot size the list");
+		return errmsg_why(why, -EIO, "KVM_GET_MSR_INDEX_LIST: cannot size the list");
 	all = calloc(1, sizeof(*all) + probe.nmsrs * sizeof(all->indices[0]));
 	if (!all)
 		return -ENOMEM;
 	all->nmsrs = probe.nmsrs;
 	if (ioctl(kvm_sys_fd, KVM_GET_MSR_INDEX_LIST, all) < 0) {
 		rc = -errno;
-		snap_why(why, rc, "KVM_GET_MSR_INDEX_LIST: %s", strerror(-rc));
+		errmsg_why(why, rc, "KVM_GET_MSR_INDEX_LIST: %s", strerror(-rc));
 		goto out;
 	}
 	for (uint32_t i = 0; i < all->nmsrs && i < probe.nmsrs; i++)
@@ -126,7 +127,7 @@ static int save_msrs(int vcpu_fd, const struct vcpu_msr_list *list, struct vcpu_
 			int rc = got < 0 ? -errno : -EIO;
 
 			free(m);
-			return snap_why(why, rc, "KVM_GET_MSRS: %s", strerror(-rc));
+			return errmsg_why(why, rc, "KVM_GET_MSRS: %s", strerror(-rc));
 		}
 		memcpy(&s->msrs[s->nr_msrs], m->entries, (size_t)got * sizeof(m->entries[0]));
 		s->nr_msrs += (uint32_t)got;
@@ -177,7 +178,7 @@ int vcpu_state_save(int vm_fd, int vcpu_fd, const struct vcpu_msr_list *msrs,
 	memset(s, 0, sizeof(*s));
 	s->xsave_size = xsave_size(vm_fd);
 	if (s->xsave_size > VCPU_STATE_XSAVE_MAX)
-		return snap_why(why, -E2BIG, "KVM_CAP_XSAVE2: %u bytes of XSAVE state", s->xsave_size);
+		return errmsg_why(why, -E2BIG, "KVM_CAP_XSAVE2: %u bytes of XSAVE state", s->xsave_size);
 	s->xsave = calloc(1, s->xsave_size);
 	if (!s->xsave)
 		return -ENOMEM;
@@ -228,7 +229,7 @@ static int restore_tsc_khz(int vcpu_fd, uint32_t saved, const char **why)
 	if (ioctl(vcpu_fd, KVM_SET_TSC_KHZ, (unsigned long)saved) < 0) {
 		int rc = -errno;
 
-		return snap_why(why, rc, "the snapshot's TSC runs at %u kHz, this host's at %d kHz, and KVM cannot scale it: %s",
+		return errmsg_why(why, rc, "the snapshot's TSC runs at %u kHz, this host's at %d kHz, and KVM cannot scale it: %s",
 				saved, here, strerror(-rc));
 	}
 	return 0;
@@ -252,10 +253,10 @@ static int restore_msrs(int vcpu_fd, const struct kvm_msr_entry *e, uint32_t n, 
 	if (got < 0) {
 		int rc = -errno;
 
-		return snap_why(why, rc, "KVM_SET_MSRS: %s", strerror(-rc));
+		return errmsg_why(why, rc, "KVM_SET_MSRS: %s", strerror(-rc));
 	}
 	if ((uint32_t)got < n)
-		return snap_why(why, -EINVAL, "KVM_SET_MSRS: KVM refused MSR %#x", e[got].index);
+		return errmsg_why(why, -EINVAL, "KVM_SET_MSRS: KVM refused MSR %#x", e[got].index);
 	return 0;
 }
 
@@ -286,13 +287,13 @@ int vcpu_state_restore(int vm_fd, int vcpu_fd, const struct kvm_cpuid2 *cpuid,
 	int rc;
 
 	if (!s->xsave || s->xsave_size < VCPU_STATE_XSAVE_MIN)
-		return snap_why(why, -EINVAL, "vCPU state without XSAVE state");
+		return errmsg_why(why, -EINVAL, "vCPU state without XSAVE state");
 	/* KVM_SET_XSAVE reads as many bytes as this host's KVM_CAP_XSAVE2
 	 * says, which may be more than the snapshot holds: zero the rest. */
 	if (s->xsave_size > size)
 		size = s->xsave_size;
 	if (size > VCPU_STATE_XSAVE_MAX)
-		return snap_why(why, -E2BIG, "KVM_CAP_XSAVE2: %u bytes of XSAVE state", size);
+		return errmsg_why(why, -E2BIG, "KVM_CAP_XSAVE2: %u bytes of XSAVE state", size);
 	xsave = calloc(1, size);
 	if (!xsave)
 		return -ENOMEM;
@@ -373,23 +374,23 @@ int vcpu_state_decode(struct vcpu_state *s, const void *data, size_t len, const 
 	snap_in_get(&in, &s->events, sizeof(s->events));
 	s->nr_msrs = snap_in_u32(&in);
 	if (s->nr_msrs > VCPU_STATE_MSRS_MAX)
-		return snap_why(why, -EBADMSG, "corrupt vcpu section: %u MSRs (at most %u)",
+		return errmsg_why(why, -EBADMSG, "corrupt vcpu section: %u MSRs (at most %u)",
 				s->nr_msrs, VCPU_STATE_MSRS_MAX);
 	for (uint32_t i = 0; i < s->nr_msrs; i++) {
 		s->msrs[i].index = snap_in_u32(&in);
 		if (snap_in_u32(&in) != 0)   /* reserved */
-			return snap_why(why, -EBADMSG, "corrupt vcpu section: MSR %u has reserved bits", i);
+			return errmsg_why(why, -EBADMSG, "corrupt vcpu section: MSR %u has reserved bits", i);
 		s->msrs[i].data = snap_in_u64(&in);
 	}
 	s->xsave_size = snap_in_u32(&in);
 	if (in.bad)
-		return snap_why(why, -EBADMSG, "corrupt vcpu section: cut short (%zu bytes)", len);
+		return errmsg_why(why, -EBADMSG, "corrupt vcpu section: cut short (%zu bytes)", len);
 	if (s->xsave_size < VCPU_STATE_XSAVE_MIN || s->xsave_size > VCPU_STATE_XSAVE_MAX ||
 	    s->xsave_size % 4)
-		return snap_why(why, -EBADMSG, "corrupt vcpu section: XSAVE state of %u bytes",
+		return errmsg_why(why, -EBADMSG, "corrupt vcpu section: XSAVE state of %u bytes",
 				s->xsave_size);
 	if (s->xsave_size != in.left)
-		return snap_why(why, -EBADMSG, "corrupt vcpu section: %zu bytes after the registers, XSAVE state says %u",
+		return errmsg_why(why, -EBADMSG, "corrupt vcpu section: %zu bytes after the registers, XSAVE state says %u",
 				in.left, s->xsave_size);
 	s->xsave = malloc(s->xsave_size);
 	if (!s->xsave)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../snapshot/codec.h"
+#include "snapshot/codec.h"
 
 /* Bounds a decoded state must respect (a corrupt or hostile file cannot
  * make the VMM allocate or copy more). */

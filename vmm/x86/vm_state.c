@@ -1,5 +1,6 @@
 /* vm_state.c - the VM-wide KVM state: PIC, IOAPIC, PIT and KVM clock; save, restore, encode and decode. */
 #include "vm_state.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <string.h>
@@ -66,11 +67,11 @@ int vm_state_decode(struct vm_state *s, const void *data, size_t len, const char
 	snap_in_get(&in, &s->pit, sizeof(s->pit));
 	snap_in_get(&in, &s->clock, sizeof(s->clock));
 	if (!snap_in_end(&in))
-		return snap_why(why, -EBADMSG, "corrupt vm section: %zu bytes, want %zu", len,
+		return errmsg_why(why, -EBADMSG, "corrupt vm section: %zu bytes, want %zu", len,
 				sizeof(s->pic_master) * 3 + sizeof(s->pit) + sizeof(s->clock));
 	if (s->pic_master.chip_id != KVM_IRQCHIP_PIC_MASTER ||
 	    s->pic_slave.chip_id != KVM_IRQCHIP_PIC_SLAVE || s->ioapic.chip_id != KVM_IRQCHIP_IOAPIC)
-		return snap_why(why, -EBADMSG, "corrupt vm section: irqchip ids %u, %u, %u",
+		return errmsg_why(why, -EBADMSG, "corrupt vm section: irqchip ids %u, %u, %u",
 				s->pic_master.chip_id, s->pic_slave.chip_id, s->ioapic.chip_id);
 	return 0;
 }

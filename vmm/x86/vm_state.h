@@ -5,7 +5,7 @@
 #include <linux/kvm.h>
 #include <stddef.h>
 
-#include "../snapshot/codec.h"
+#include "snapshot/codec.h"
 
 /* The in-kernel devices' state (KVM's x86-64 UAPI structs, byte for byte). */
 struct vm_state {

@@ -1,0 +1,64 @@
+/* session.h - one command run through the guest agent: stdin in, stdout/stderr out (raw or JSON lines), the exit back; bounded in time and bytes. */
+#ifndef MAYFLY_AGENT_SESSION_H
+#define MAYFLY_AGENT_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent_client/client.h"
+#include "lib/exitcode.h"
+
+
+/* How long an agent may keep sending after the command was killed for
+ * passing --max-output before the host gives up on it. */
+#define SESSION_KILL_GRACE_NS (10ULL * 1000 * 1000 * 1000)
+
+/* Environment entries one command may carry (run --env, an MCP call's env). */
+#define EXEC_MAX_ENV 256
+
+struct exec_spec {
+	char **argv;               /* NULL-terminated, argc >= 1 */
+	int argc;
+	char **env;                /* "K=V", nenv entries */
+	int nenv;
+	const char *cwd;           /* NULL: the agent's default */
+	int stdin_fd;              /* -1: the command's stdin is /dev/null */
+	uint32_t timeout_ms;       /* the agent kills the command after this; 0: none */
+	bool json;                 /* JSON lines on out instead of raw streams */
+	bool pty;                  /* a pseudo-terminal in the guest: one merged stream */
+	uint16_t rows, cols;       /* its size */
+	uint64_t deadline_ns;      /* give up on the agent (CLOCK_MONOTONIC): 124; 0: never */
+	int signal_fd;             /* -1, or a pipe: each byte is a signal to pass on to CMD */
+	int winch_fd;              /* -1, or a pipe: readable when our terminal was resized */
+	int tty_fd;                /* the terminal whose size RESIZE sends (with winch_fd) */
+	uint64_t max_output;       /* stdout + stderr bytes passed on; past it CMD is killed */
+	int out_fd, err_fd;        /* raw streams go here */
+	/* Set: raw streams go to this instead (is_err: stderr), in order. */
+	void (*sink)(void *opaque, bool is_err, const uint8_t *data, size_t len);
+	void *sink_opaque;
+	FILE *json_out;            /* JSON lines go here */
+};
+
+struct exec_result {
+	int exit_code;             /* what mayfly exits with (RUN_EXIT_* or the command's) */
+	uint64_t started_ns;       /* EXEC_STARTED arrived (CLOCK_MONOTONIC), 0 if never */
+	uint64_t ended_ns;         /* EXIT arrived */
+	bool truncated;            /* output passed max_output and was cut */
+	int signo;                 /* CMD was killed by this signal; 0 if not */
+	bool timed_out;            /* by the agent, for timeout_ms */
+	uint64_t duration_us;      /* CMD's run time as the agent measured it */
+	struct transfer_stats out, err;   /* what was passed on of each stream */
+	char error[256];           /* why, when exit_code is one of mayfly's own */
+};
+
+/* Defaults for the fields above: no stdin, signals, deadline or limit;
+ * stdout, stderr. */
+void session_spec_init(struct exec_spec *spec);
+
+/* Run spec through the agent: EXEC, forward stdin, stream the outputs as
+ * they come, wait for EXIT. Every frame from the agent is checked; the
+ * deadline and pending signals are checked between any two frames. */
+void session_exec(struct agent_client *c, const struct exec_spec *spec, struct exec_result *res);
+
+#endif

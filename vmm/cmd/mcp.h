@@ -1,0 +1,14 @@
+/* mcp_cmd.h - mayfly mcp: an MCP server on stdio, one VM for the session. */
+#ifndef MAYFLY_AGENT_MCP_CMD_H
+#define MAYFLY_AGENT_MCP_CMD_H
+
+#include <stdint.h>
+
+#include "cmd/cli.h"
+
+/* Parse mcp's arguments, start the VM (as mayfly run chooses it), serve
+ * MCP on stdin/stdout until stdin ends. Returns 0, or RUN_EXIT_MAYFLY /
+ * RUN_EXIT_AGENT after one line on stderr. */
+int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns);
+
+#endif

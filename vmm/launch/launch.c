@@ -1,0 +1,117 @@
+/* launch.c - the one launch sequence, in its security order, and its teardown: every front end that starts a VM calls it. */
+#include "launch/launch.h"
+#include "lib/clock.h"
+#include "lib/exitcode.h"
+#include "lib/log.h"
+
+#include <errno.h>
+#include <string.h>
+
+void launch_init(struct launch *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->fail_code = EXIT_INTERNAL;
+	vm_agent_init(&l->agent);
+	l->spawner.fd = -1;
+}
+
+/* Step 4: the approver runs outside the jail and the filters, from a
+ * process forked now; the gate asks it. */
+static int start_spawner(struct launch *l)
+{
+	int rc;
+
+	if (!l->gate || !l->gate->approver.cmd)
+		return 0;
+	rc = approve_spawner_start(&l->spawner, &l->gate->approver);
+	if (rc) {
+		log_say("cannot start the approver's spawner: %s", strerror(-rc));
+		return rc;
+	}
+	l->gate->spawner = &l->spawner;
+	return 0;
+}
+
+/* Steps 7 to 11, in the VM process. */
+static int build_and_run(struct launch *l)
+{
+	const struct vm_config *cfg = l->cfg;
+	int code = vm_build(&l->vm, cfg, l->snap, l->start_ns);
+
+	l->built_ns = clock_now_ns();
+	if (!code && net_run_attach(&l->net, &l->vm))
+		code = EXIT_INTERNAL;
+	if (!code)
+		code = jail_enter(&l->jail, cfg);
+	if (!code && ctl_server_start(&l->ctl, &l->vm))
+		code = EXIT_INTERNAL;
+	if (code)
+		return code;
+	l->built = true;
+	if (!l->use_agent)
+		return vm_run(&l->vm);
+	return vm_agent_run(&l->agent, &l->vm, &l->net, &l->ctl, l->start_ns, l->built_ns);
+}
+
+int launch_run(struct launch *l, uint64_t start_ns)
+{
+	struct jail_config jc = *l->jail_cfg;
+	char err[300];
+	int code = l->fail_code;
+
+	l->start_ns = start_ns;
+	/* 1. */
+	if (l->audit_path) {
+		if (audit_open(&l->audit, l->audit_path, err, sizeof(err))) {
+			log_say("%s", err);
+			return l->fail_code;
+		}
+		l->audit_open = true;
+		if (l->gate)
+			l->gate->audit = &l->audit;
+	}
+	/* 2. */
+	if (l->prepare) {
+		code = l->prepare(l, l->prepare_opaque);
+		if (code)
+			goto out_audit;
+		code = l->fail_code;
+	}
+	/* 3. The broker's records go to the same log as the calls'. */
+	if (net_run_start(&l->net, l->net_policy, jc.uid, jc.gid))
+		goto out_audit;
+	l->net.audit_log = l->audit_open ? &l->audit : NULL;
+	/* 4. */
+	if (start_spawner(l))
+		goto out_helpers;
+	/* 5. The supervisor built nothing: only the VM process destroys a VM. */
+	if (l->cfg->vsock_path[0] &&
+	    !ctl_socket_path(l->cfg->vsock_path, l->control_socket, sizeof(l->control_socket)))
+		jc.control_socket = l->control_socket;
+	if (jail_start(&l->jail, &jc, l->cfg, l->fail_code, &code) == JAIL_SUPERVISOR_DONE)
+		goto out_helpers;
+	l->vm_process = true;
+	/* 6. Bound while files still have their host names. */
+	if (ctl_server_open(&l->ctl, l->cfg, l->snap))
+		code = l->fail_code;
+	else
+		code = build_and_run(l);   /* 7 to 11 */
+	/* The teardown, in reverse. vm_build set up what vm_destroy undoes
+	 * when it ran at all. */
+	ctl_server_stop(&l->ctl);
+	vm_agent_close(&l->agent);
+	if (l->built_ns)
+		vm_destroy(&l->vm);
+out_helpers:
+	approve_spawner_stop(&l->spawner);
+	net_run_stop(&l->net);
+out_audit:
+	if (l->audit_open)
+		audit_close(&l->audit);
+	l->audit_open = false;
+	if (l->gate) {
+		l->gate->audit = NULL;
+		l->gate->spawner = NULL;
+	}
+	return code;
+}

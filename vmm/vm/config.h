@@ -1,0 +1,79 @@
+/* config.h - struct vm_config: the one contract between a front end and the VM builder (pure data). */
+#ifndef MAYFLY_CONFIG_H
+#define MAYFLY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/log.h"
+
+/* One set of limits, checked by every front end (cli.c) and by config_check. */
+#define CONFIG_DEFAULT_MEM_MIB  256
+#define CONFIG_MAX_MEM_MIB      (512ULL * 1024)   /* 512 GiB */
+#define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
+#define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
+#define CONFIG_ID_MAX           32
+#define CONFIG_CMDLINE_MAX      2048  /* with the NUL: Linux x86's COMMAND_LINE_SIZE */
+#define CONFIG_MAX_DISKS        8     /* virtio-blk devices vda..vdh, the rootfs included */
+#define CONFIG_PATH_MAX         4096
+#define CONFIG_VSOCK_PATH_MAX   107   /* a Unix socket path: sun_path less its NUL */
+#define CONFIG_DEFAULT_DISK_QUOTA (512ULL << 20)   /* the rootfs overlay, in host RAM */
+
+/* A raw disk (--disk): writes reach the file unless read-only. */
+struct disk_config {
+	char path[CONFIG_PATH_MAX];
+	bool read_only;
+};
+
+/* Where the guest's serial console goes. */
+enum console_out { CONSOLE_OUT_STDOUT = 0, CONSOLE_OUT_STDERR, CONSOLE_OUT_DISCARD };
+
+/* Everything the builder needs to make a VM. Strings are owned ("" is
+ * unset), so a config can be copied, compared and saved whole. */
+struct vm_config {
+	char kernel[CONFIG_PATH_MAX];
+	char initrd[CONFIG_PATH_MAX];             /* "": none */
+	char cmdline[CONFIG_CMDLINE_MAX];         /* "": CONFIG_DEFAULT_CMDLINE */
+	char cmdline_append[CONFIG_CMDLINE_MAX];  /* after the builder's own parameters */
+	char init_cmd[CONFIG_CMDLINE_MAX];        /* run by the guest's init (mayfly.cmd=) */
+	char rootfs[CONFIG_PATH_MAX];             /* "": none; else vda, copy-on-write */
+	struct disk_config disks[CONFIG_MAX_DISKS];   /* after the rootfs */
+	unsigned nr_disks;
+	uint64_t mem_mib;
+	unsigned cpus;
+	bool console;                 /* interactive: stdin goes to the guest's serial port */
+	enum console_out console_out;
+	enum log_level log_level;
+	char id[CONFIG_ID_MAX + 1];   /* VM id shown in every log line */
+	char kvm_device[CONFIG_PATH_MAX];
+	bool vsock;                   /* a virtio-vsock device, and the guest starts its agent */
+	char vsock_path[CONFIG_VSOCK_PATH_MAX + 1];   /* its Unix socket; "": in-process only */
+	uint64_t disk_quota;          /* --disk-quota: bytes the rootfs overlay may hold */
+};
+
+/* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id. */
+void config_init(struct vm_config *cfg);
+
+/* Copy src into a field of `cap` bytes. 0, or -ENAMETOOLONG (dst untouched). */
+int config_set(char *dst, size_t cap, const char *src);
+#define CONFIG_SET(field, src) config_set(field, sizeof(field), src)
+
+/* 1-32 of [A-Za-z0-9._-]. */
+bool config_id_valid(const char *id);
+
+/* The limits above, for a config that did not come from the command line
+ * (a saved one, a service request). 0, or -EINVAL with err set to one line. */
+int config_check(const struct vm_config *cfg, char *err, size_t errlen);
+
+struct snap_out;
+
+/* The config as a snapshot's config section: what makes the VM (not its id,
+ * console or log level, which are each run's own), versioned by the state
+ * file's format. config_decode refuses a payload that is short,
+ * long, has a string without its NUL or too long for its field, or breaks
+ * config_check's limits. 0, or -EBADMSG with *why. */
+void config_encode(const struct vm_config *cfg, struct snap_out *o);
+int config_decode(struct vm_config *cfg, const void *data, size_t len, const char **why);
+
+#endif
