@@ -95,8 +95,8 @@ int main(int argc, char **argv)
 		if (!strcmp(getenv("MAYFLY_SECCOMP_SELFTEST"), seccomp_role_name(r)))
 			seccomp_selftest(r);
 #endif
-	/* Large (every path of a VM config) and mostly zero: fresh pages of
-	 * our own are written only where an option lands (sparse.h). Not
+	/* Large (the network policy's tables) and mostly zero: fresh pages
+	 * of our own are written only where an option lands (sparse.h). Not
 	 * calloc: from the heap's top it clears what it hands out. */
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c == MAP_FAILED) {
@@ -104,6 +104,7 @@ int main(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	code = dispatch(c, argc, argv, start_ns);
+	cli_free(c);
 	munmap(c, sizeof(*c));
 	return code;
 }

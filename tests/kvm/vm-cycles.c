@@ -270,8 +270,8 @@ int main(int argc, char **argv)
 	cfg.console_out = CONSOLE_OUT_DISCARD;
 	cfg.log_level = LOG_ERROR;
 	cfg.vsock = true;
-	if (CONFIG_SET(cfg.kernel, argv[1]) || make_disk(disk, sizeof(disk)) ||
-	    CONFIG_SET(cfg.rootfs, disk)) {
+	if (CONFIG_SET_PATH(cfg.kernel, argv[1]) || make_disk(disk, sizeof(disk)) ||
+	    CONFIG_SET_PATH(cfg.rootfs, disk)) {
 		fprintf(stderr, "vm-cycles: guest or disk path too long\n");
 		return 2;
 	}
@@ -300,6 +300,7 @@ int main(int argc, char **argv)
 	show("after the VMs at once", after, since(t0));
 	printf("vm-cycles: %lu VMs alive at once, each run to its end, then destroyed\n", at_once);
 	unlink(disk);
+	config_free(&cfg);
 	bad |= compare(before, mid) | compare(before, after);
 	show_new_maps();
 	puts(bad ? "vm-cycles: FAILED" : "vm-cycles: ok");

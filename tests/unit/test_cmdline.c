@@ -1,6 +1,7 @@
 /* test_cmdline.c - the guest's command line: built a parameter at a time, refused rather than cut; and config_check's limits. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "vm/cmdline.h"
@@ -69,7 +70,7 @@ Test(config, check_holds_a_saved_config_to_the_same_limits)
 	config_init(&cfg);
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
 	cr_assert_not_null(strstr(err, "no kernel"));
-	CONFIG_SET(cfg.kernel, "k");
+	cr_assert_eq(CONFIG_SET_PATH(cfg.kernel, "k"), 0);
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), 0);
 	cfg.mem_mib = CONFIG_MAX_MEM_MIB + 1;
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
@@ -78,11 +79,43 @@ Test(config, check_holds_a_saved_config_to_the_same_limits)
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
 	cfg.cpus = 2;
 	cfg.nr_disks = CONFIG_MAX_DISKS;
-	CONFIG_SET(cfg.rootfs, "r");
+	cr_assert_eq(CONFIG_SET_PATH(cfg.rootfs, "r"), 0);
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
 	cfg.nr_disks = 0;
-	CONFIG_SET(cfg.id, "bad id");
+	snprintf(cfg.id, sizeof(cfg.id), "bad id");
 	cr_assert_eq(config_check(&cfg, err, sizeof(err)), -EINVAL);
-	cr_assert_eq(config_set(cfg.id, sizeof(cfg.id), "012345678901234567890123456789012"),
-		     -ENAMETOOLONG);
+	config_free(&cfg);
+}
+
+/* Each string is the config's own: set, replaced, copied deep, freed. */
+Test(config, strings_are_owned_and_bounded)
+{
+	struct vm_config a, b;
+	char long_path[CONFIG_PATH_MAX + 1];
+
+	config_init(&a);
+	cr_assert_str_eq(a.rootfs, "");
+	cr_assert_str_eq(a.kvm_device, "/dev/kvm");
+	cr_assert_eq(CONFIG_SET_PATH(a.rootfs, "one"), 0);
+	cr_assert_eq(CONFIG_SET_PATH(a.rootfs, "two"), 0);   /* "one" given back */
+	cr_assert_eq(CONFIG_SET_PATH(a.disks[0].path, "/d"), 0);
+	a.nr_disks = 1;
+	memset(long_path, 'x', sizeof(long_path) - 1);
+	long_path[CONFIG_PATH_MAX] = '\0';
+	cr_assert_eq(CONFIG_SET_PATH(a.kernel, long_path), -ENAMETOOLONG);
+	long_path[CONFIG_PATH_MAX - 1] = '\0';
+	cr_assert_eq(CONFIG_SET_PATH(a.kernel, long_path), 0);   /* 4095 bytes fit */
+	cr_assert_eq(CONFIG_SET_CMDLINE(a.cmdline, long_path), -ENAMETOOLONG);
+	cr_assert_eq(config_copy(&b, &a), 0);
+	cr_assert_neq(b.rootfs, a.rootfs);
+	cr_assert_str_eq(b.rootfs, "two");
+	cr_assert_str_eq(b.disks[0].path, "/d");
+	cr_assert_str_eq(b.kvm_device, "/dev/kvm");
+	config_free(&a);
+	cr_assert_str_eq(a.rootfs, "");
+	cr_assert_str_eq(b.rootfs, "two");   /* b's own, untouched */
+	cr_assert_eq(CONFIG_SET_PATH(b.rootfs, ""), 0);
+	cr_assert_str_eq(b.rootfs, "");
+	config_free(&b);
+	config_free(&b);   /* twice is harmless */
 }

@@ -185,8 +185,9 @@ static void serve_start(struct served *t)
 	snprintf(t->ctl, sizeof(t->ctl), "%s/vm.sock.ctl", t->dir);
 	config_init(&cfg);
 	snprintf(cfg.vsock_path, sizeof(cfg.vsock_path), "%s", t->vsock);
-	snprintf(cfg.kernel, sizeof(cfg.kernel), "/proc/self/exe");
+	cr_assert_eq(CONFIG_SET_PATH(cfg.kernel, "/proc/self/exe"), 0);
 	cr_assert_eq(ctl_server_open(&t->s, &cfg, NULL), 0);
+	config_free(&cfg);
 	/* Bad requests are answered before the VM is looked at: none here. */
 	cr_assert_eq(ctl_server_start(&t->s, NULL), 0);
 }
@@ -319,7 +320,7 @@ Test(ctl_server, stale_socket_replaced_other_file_refused)
 	close(fd);
 	config_init(&cfg);
 	snprintf(cfg.vsock_path, sizeof(cfg.vsock_path), "%s", t.vsock);
-	snprintf(cfg.kernel, sizeof(cfg.kernel), "/proc/self/exe");
+	cr_assert_eq(CONFIG_SET_PATH(cfg.kernel, "/proc/self/exe"), 0);
 	cr_assert_eq(ctl_server_open(&s2, &cfg, NULL), 0);
 	/* A second server on a live one is refused. */
 	{
@@ -332,6 +333,7 @@ Test(ctl_server, stale_socket_replaced_other_file_refused)
 	fd = open(t.ctl, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	close(fd);
 	cr_assert_neq(ctl_server_open(&s2, &cfg, NULL), 0);
+	config_free(&cfg);
 	unlink(t.ctl);
 	rmdir(t.dir);
 }

@@ -26,6 +26,15 @@ static void only(const char *a, const char *b)
 	cr_assert_eq(system(cmd), 0, "something else is left in %s", base);
 }
 
+/* A config string: base/name. */
+static void set_path(const char **field, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", base, name);
+	cr_assert_eq(config_set(field, path, CONFIG_PATH_MAX), 0);
+}
+
 static void setup(void)
 {
 	snprintf(base, sizeof(base), "/tmp/mayfly-install-XXXXXX");
@@ -33,14 +42,15 @@ static void setup(void)
 	config_init(&cfg);
 	put(base, "kernel", "a kernel");
 	put(base, "rootfs", "a root image");
-	snprintf(cfg.kernel, sizeof(cfg.kernel), "%s/kernel", base);
-	snprintf(cfg.rootfs, sizeof(cfg.rootfs), "%s/rootfs", base);
+	set_path(&cfg.kernel, "kernel");
+	set_path(&cfg.rootfs, "rootfs");
 }
 
 static void teardown(void)
 {
 	char cmd[128];
 
+	config_free(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		cr_log_warn("cannot remove %s", base);
@@ -171,7 +181,7 @@ Test(snapshot_install, a_missing_kernel_makes_no_directory)
 	const char *why = "";
 
 	snprintf(out, sizeof(out), "%s/snap", base);
-	snprintf(cfg.kernel, sizeof(cfg.kernel), "%s/no-such-kernel", base);
+	set_path(&cfg.kernel, "no-such-kernel");
 	cr_assert_neq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0);
 	only("kernel", "rootfs");
 }

@@ -1,4 +1,4 @@
-/* test_sparse.c - sparse_zero and sparse_copy: the bytes come out as with memset and memcpy, and a page whose bytes would not change is never written (read-only memory proves it). */
+/* test_sparse.c - sparse_zero: the bytes come out as with memset, and a page whose bytes would not change is never written (read-only memory proves it). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,25 +60,4 @@ Test(sparse, zero_never_writes_a_page_that_is_zero)
 	cr_assert_eq(sparse_zero(p, 4 * PAGE), 0);
 	cr_assert_eq(sparse_zero(p + 1, 4 * PAGE - 2), 0);
 	munmap(p, 4 * PAGE);
-}
-
-Test(sparse, copy_writes_only_the_pages_that_differ)
-{
-	uint8_t *src = map(4, PROT_READ | PROT_WRITE), *dst = map(4, PROT_READ | PROT_WRITE);
-
-	src[10] = 1;                       /* page 0 */
-	memset(src + 3 * PAGE, 7, 50);     /* page 3 */
-	cr_assert_eq(sparse_copy(dst, src, 4 * PAGE), 2);
-	cr_assert_eq(memcmp(dst, src, 4 * PAGE), 0);
-	/* The same bytes again into read-only memory: nothing written. */
-	cr_assert_eq(mprotect(dst, 4 * PAGE, PROT_READ), 0);
-	cr_assert_eq(sparse_copy(dst, src, 4 * PAGE), 0);
-	cr_assert_eq(mprotect(dst, 4 * PAGE, PROT_READ | PROT_WRITE), 0);
-	/* An unaligned range, ending inside a page. */
-	src[PAGE + 5] = 9;
-	cr_assert_eq(sparse_copy(dst + 1, src + 1, PAGE + 10), 1);
-	cr_assert_eq(dst[PAGE + 5], 9);
-	cr_assert_eq(sparse_copy(dst, dst, 4 * PAGE), 0, "onto itself: nothing to do");
-	munmap(src, 4 * PAGE);
-	munmap(dst, 4 * PAGE);
 }

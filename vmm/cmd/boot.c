@@ -73,8 +73,10 @@ int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	}
 	if (!code)
 		code = launch_run(l, start_ns);
-	if (l->snap)
+	if (l->snap) {
+		config_free(&b->restored);
 		snapshot_free(&b->snap);
+	}
 	free(b);
 	return code;
 }

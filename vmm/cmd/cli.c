@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -274,14 +275,33 @@ static enum cli_result number(const char *name, const char *val, uint64_t min, u
 	return CLI_OK;
 }
 
-static enum cli_result set(char *field, size_t cap, const char *name, const char *val,
+/* A string of the config, its own copy of fewer than `max` bytes. */
+static enum cli_result set(const char **field, size_t max, const char *name, const char *val,
 			   char *err, size_t errlen)
 {
-	if (config_set(field, cap, val))
-		return fail(err, errlen, "--%s is longer than %zu bytes", name, cap - 1);
+	int rc = config_set(field, val, max);
+
+	if (rc == -ENAMETOOLONG)
+		return fail(err, errlen, "--%s is longer than %zu bytes", name, max - 1);
+	if (rc)
+		return fail(err, errlen, "out of memory");
 	return CLI_OK;
 }
-#define SET(field, name, val) set(field, sizeof(field), name, val, err, errlen)
+#define SET_PATH(field, name, val) set(&(field), CONFIG_PATH_MAX, name, val, err, errlen)
+#define SET_CMDLINE(field, name, val) set(&(field), CONFIG_CMDLINE_MAX, name, val, err, errlen)
+
+/* One of the config's small inline strings (its id, the vsock path). */
+static enum cli_result set_inline(char *field, size_t cap, const char *name, const char *val,
+				  char *err, size_t errlen)
+{
+	size_t n = strlen(val);
+
+	if (n >= cap)
+		return fail(err, errlen, "--%s is longer than %zu bytes", name, cap - 1);
+	memcpy(field, val, n + 1);
+	return CLI_OK;
+}
+#define SET_INLINE(field, name, val) set_inline(field, sizeof(field), name, val, err, errlen)
 
 static enum cli_result nonempty(const char **field, const char *name, const char *val, char *err,
 				size_t errlen)
@@ -298,16 +318,21 @@ static enum cli_result add_disk(struct vm_config *vm, const char *val, char *err
 	const char *comma = strchr(val, ',');
 	size_t len = comma ? (size_t)(comma - val) : strlen(val);
 	struct disk_config *d;
+	char *path;
 
 	if (vm->nr_disks >= CONFIG_MAX_DISKS)
 		return fail(err, errlen, "at most %d disks, the rootfs included", CONFIG_MAX_DISKS);
 	if (!len || (comma && strcmp(comma, ",ro") && strcmp(comma, ",rw")))
 		return fail(err, errlen, "bad --disk '%s': want PATH, PATH,ro or PATH,rw", val);
 	d = &vm->disks[vm->nr_disks];
-	if (len >= sizeof(d->path))
-		return fail(err, errlen, "--disk is longer than %zu bytes", sizeof(d->path) - 1);
-	memcpy(d->path, val, len);
-	d->path[len] = '\0';
+	if (len >= CONFIG_PATH_MAX)
+		return fail(err, errlen, "--disk is longer than %d bytes", CONFIG_PATH_MAX - 1);
+	path = strndup(val, len);
+	if (!path || CONFIG_SET_PATH(d->path, path)) {
+		free(path);
+		return fail(err, errlen, "out of memory");
+	}
+	free(path);
 	d->read_only = comma && !strcmp(comma, ",ro");
 	vm->nr_disks++;
 	return CLI_OK;
@@ -343,7 +368,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	switch (id) {
 	case O_KERNEL:
 		c->kernel_given = true;
-		return SET(vm->kernel, "kernel", val);
+		return SET_PATH(vm->kernel, "kernel", val);
 	case O_SNAPSHOT:
 		if (!*val)
 			return fail(err, errlen, "--snapshot needs a directory");
@@ -361,15 +386,15 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return fail(err, errlen, "at most %d --setup", CLI_MAX_SETUP);
 		c->setups[c->nsetup++] = val;
 		return CLI_OK;
-	case O_INITRD: return SET(vm->initrd, "initrd", val);
-	case O_CMDLINE: return SET(vm->cmdline, "cmdline", val);
-	case O_CMDLINE_APPEND: return SET(vm->cmdline_append, "cmdline-append", val);
-	case O_INIT_CMD: return SET(vm->init_cmd, "init-cmd", val);
+	case O_INITRD: return SET_PATH(vm->initrd, "initrd", val);
+	case O_CMDLINE: return SET_CMDLINE(vm->cmdline, "cmdline", val);
+	case O_CMDLINE_APPEND: return SET_CMDLINE(vm->cmdline_append, "cmdline-append", val);
+	case O_INIT_CMD: return SET_CMDLINE(vm->init_cmd, "init-cmd", val);
 	case O_ROOTFS:
 		if (!*val)
 			return fail(err, errlen, "--rootfs needs an image path");
 		c->rootfs_given = true;
-		return SET(vm->rootfs, "rootfs", val);
+		return SET_PATH(vm->rootfs, "rootfs", val);
 	case O_DISK: return add_disk(vm, val, err, errlen);
 	case O_MEM:
 		if (number("mem", val, 1, CONFIG_MAX_MEM_MIB, false, &vm->mem_mib, err, errlen))
@@ -386,8 +411,8 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_ID:
 		if (!config_id_valid(val))
 			return fail(err, errlen, "bad --id '%s': 1-32 of [A-Za-z0-9._-]", val);
-		return SET(vm->id, "id", val);
-	case O_KVM_DEVICE: return SET(vm->kvm_device, "kvm-device", val);
+		return SET_INLINE(vm->id, "id", val);
+	case O_KVM_DEVICE: return SET_PATH(vm->kvm_device, "kvm-device", val);
 	case O_VSOCK:
 		if (!*val || strlen(val) > CONFIG_VSOCK_PATH_MAX)
 			return fail(err, errlen, "--vsock needs a socket path of 1-%d bytes",
@@ -397,7 +422,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return CLI_OK;
 		}
 		vm->vsock = true;
-		return SET(vm->vsock_path, "vsock", val);
+		return SET_INLINE(vm->vsock_path, "vsock", val);
 	case O_TIMEOUT:
 		if (number("timeout", val, 1, RUN_MAX_TIMEOUT_S, false, &n, err, errlen))
 			return CLI_ERROR;
@@ -511,7 +536,8 @@ static const char *offender(char **argv, int index, char *buf, size_t len)
 
 static void defaults(struct cli *c)
 {
-	sparse_zero(c, sizeof(*c));   /* large, mostly empty paths: sparse.h */
+	config_free(&c->vm);          /* an earlier parse's */
+	sparse_zero(c, sizeof(*c));   /* large (net_policy's tables), mostly zero: sparse.h */
 	config_init(&c->vm);
 	jail_config_init(&c->jail);
 	c->run.call_timeout_s = RUN_DEFAULT_CALL_TIMEOUT_S;
@@ -519,6 +545,11 @@ static void defaults(struct cli *c)
 	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;
 	c->run.approve_timeout_s = APPROVE_DEFAULT_TIMEOUT_S;
 	c->serve.max_sandboxes = 64;
+}
+
+void cli_free(struct cli *c)
+{
+	config_free(&c->vm);
 }
 
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,

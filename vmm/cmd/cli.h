@@ -51,9 +51,13 @@ enum cli_result {
 
 /* Parse argv[1..argc) of `cmd` (argv[0] is the command's name) with
  * getopt_long: "--flag value" and "--flag=value", flags before the
- * command (run, exec) or the two paths (cp). Defaults as documented. */
+ * command (run, exec) or the two paths (cp). Defaults as documented. c is
+ * zeroed or from an earlier cli_parse (whose strings it gives back). */
 enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv, char *err,
 			  size_t errlen);
+
+/* Give back what cli_parse allocated (the VM config's strings). */
+void cli_free(struct cli *c);
 
 /* cli_parse for a command's entry point: -1 to go on; otherwise the exit
  * code, after printing the usage (--help: 0) or the error's one line

@@ -131,8 +131,10 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	code = launch_run(l, start_ns);
 	if (l->vm_process)
 		code = mcp_result(ctx, code);
-	if (ctx->restoring)
+	if (ctx->restoring) {
+		config_free(&ctx->restored);
 		snapshot_free(&ctx->snap);
+	}
 	free(ctx);
 	return code;
 }

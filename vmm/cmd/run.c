@@ -423,8 +423,10 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	if (l->vm_process)
 		code = run_result(ctx, code);
 	close_files(ctx, &c->run, &code);
-	if (ctx->restoring)
+	if (ctx->restoring) {
+		config_free(&ctx->restored);
 		snapshot_free(&ctx->snap);
+	}
 	ctx->restoring = false;
 	return code;
 }

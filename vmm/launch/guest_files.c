@@ -51,26 +51,44 @@ static const struct {
 	{ "minimal", "rootfs.ext4", "tools/build-guest" },
 };
 
+/* Find `file` in the default guest into *field. 0, -ENOENT (field unset)
+ * or -ENOMEM. */
+static int find_into(const char **field, const char *file)
+{
+	char path[CONFIG_PATH_MAX];
+
+	if (guest_files_find(file, path, sizeof(path)))
+		return CONFIG_SET_PATH(*field, "") ? -ENOMEM : -ENOENT;
+	return CONFIG_SET_PATH(*field, path) ? -ENOMEM : 0;
+}
+
 int guest_files_rootfs(struct vm_config *cfg, bool want_default, char *err, size_t errlen)
 {
+	int rc;
+
 	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
 		if (strcmp(cfg->rootfs, images[i].name))
 			continue;
-		if (guest_files_find(images[i].file, cfg->rootfs, sizeof(cfg->rootfs)) == 0)
-			return 0;
-		snprintf(err, errlen, "--rootfs %s: no %s in the default guest (build it with "
-			 "%s, or set MAYFLY_GUEST_DIR)", images[i].name, images[i].file,
-			 images[i].build);
-		cfg->rootfs[0] = '\0';
-		return -ENOENT;
+		rc = find_into(&cfg->rootfs, images[i].file);
+		if (rc == -ENOENT)
+			snprintf(err, errlen, "--rootfs %s: no %s in the default guest (build it "
+				 "with %s, or set MAYFLY_GUEST_DIR)", images[i].name, images[i].file,
+				 images[i].build);
+		else if (rc)
+			snprintf(err, errlen, "out of memory");
+		return rc;
 	}
 	if (cfg->rootfs[0] || !want_default)
 		return 0;
 	/* The default: the agent image once built, else the minimal one. */
-	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
-		if (guest_files_find(images[i].file, cfg->rootfs, sizeof(cfg->rootfs)) == 0)
-			return 0;
-	cfg->rootfs[0] = '\0';
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+		rc = find_into(&cfg->rootfs, images[i].file);
+		if (rc != -ENOENT) {
+			if (rc)
+				snprintf(err, errlen, "out of memory");
+			return rc;
+		}
+	}
 	snprintf(err, errlen, "no --rootfs given and no default root image found "
 		 "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
 	return -ENOENT;
@@ -84,18 +102,22 @@ int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen)
 
 	if (rc || cfg->kernel[0])
 		return rc;
-	if (guest_files_find("vmlinux", cfg->kernel, sizeof(cfg->kernel))) {
-		cfg->kernel[0] = '\0';
-		snprintf(err, errlen, "no --kernel given and no default guest kernel found "
-			 "(build it with tools/build-guest, or set MAYFLY_GUEST_DIR)");
-		return -ENOENT;
+	rc = find_into(&cfg->kernel, "vmlinux");
+	if (rc) {
+		snprintf(err, errlen, rc == -ENOENT ? "no --kernel given and no default guest "
+			 "kernel found (build it with tools/build-guest, or set MAYFLY_GUEST_DIR)" :
+			 "out of memory");
+		return rc;
 	}
 	/* The initramfs of the same guest: beside the kernel found. */
 	slash = strrchr(cfg->kernel, '/');
 	snprintf(initrd, sizeof(initrd), "%.*s/initramfs.cpio.gz", (int)(slash - cfg->kernel),
 		 cfg->kernel);
-	if (!cfg->initrd[0] && !cfg->rootfs[0] && access(initrd, R_OK) == 0)
-		CONFIG_SET(cfg->initrd, initrd);
+	if (!cfg->initrd[0] && !cfg->rootfs[0] && access(initrd, R_OK) == 0 &&
+	    CONFIG_SET_PATH(cfg->initrd, initrd)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -108,7 +130,7 @@ int agent_vm_config(struct vm_config *vm, int verbose)
 		return RUN_EXIT_MAYFLY;
 	}
 	vm->vsock = true;
-	vm->vsock_path[0] = '\0';
+	vm->vsock_path[0] = '\0';   /* inline, not a heap string */
 	vm->console_out = verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
 	if (guest_files_resolve(vm, err, sizeof(err))) {
 		log_say("%s", err);

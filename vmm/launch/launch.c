@@ -9,7 +9,6 @@
 
 void launch_init(struct launch *l)
 {
-	memset(l, 0, sizeof(*l));
 	l->fail_code = EXIT_INTERNAL;
 	vm_agent_init(&l->agent);
 	l->spawner.fd = -1;

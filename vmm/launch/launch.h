@@ -63,8 +63,9 @@ struct launch {
 	char control_socket[CONFIG_VSOCK_PATH_MAX + sizeof(CTL_SUFFIX)];
 };
 
-/* Ready l: nothing to launch yet, fail_code EXIT_INTERNAL, every
- * descriptor closed. */
+/* Ready l, which comes zeroed (calloc: it is large, mostly the agent
+ * client's buffers, and a page never written costs a VM process nothing):
+ * fail_code EXIT_INTERNAL, no descriptor open. */
 void launch_init(struct launch *l);
 
 /* Run the sequence above and tear it down. Single-threaded when called,

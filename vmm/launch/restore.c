@@ -2,7 +2,6 @@
 #include "launch/restore.h"
 #include "lib/errmsg.h"
 #include "snapshot/codec.h"
-#include "lib/sparse.h"
 
 #include <errno.h>
 #include <string.h>
@@ -27,7 +26,11 @@ int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_conf
 
 	if (rc)
 		return rc;
-	sparse_copy(out, &snap->cfg, sizeof(*out));   /* the pages with a path only */
+	rc = config_copy(out, &snap->cfg);
+	if (rc) {
+		snapshot_free(snap);
+		return errmsg_why(why, rc, "out of memory");
+	}
 	if (set->mem && given->mem_mib != snap->cfg.mem_mib)
 		rc = errmsg_why(why, -EINVAL, "--mem %llu differs from the snapshot's %llu MiB",
 			      (unsigned long long)given->mem_mib,
@@ -43,25 +46,24 @@ int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_conf
 			rc = errmsg_why(why, rc, "the kernel '%s' is not the one this snapshot booted",
 				      given->kernel);
 	}
-	if (!rc && set->rootfs)
-		rc = config_set(out->rootfs, sizeof(out->rootfs), given->rootfs);
+	if (!rc && set->rootfs && CONFIG_SET_PATH(out->rootfs, given->rootfs))
+		rc = errmsg_why(why, -ENOMEM, "out of memory");
 	if (!rc && out->rootfs[0])
 		rc = check_rootfs(snap, out->rootfs, why);
-	if (rc) {
-		snapshot_free(snap);
-		return rc;
-	}
 	/* Each run's own. */
+	if (!rc && CONFIG_SET_PATH(out->kvm_device, given->kvm_device))
+		rc = errmsg_why(why, -ENOMEM, "out of memory");
 	memcpy(out->id, given->id, sizeof(out->id));
 	out->log_level = given->log_level;
 	out->console = given->console;
 	out->console_out = given->console_out;
-	memcpy(out->kvm_device, given->kvm_device, sizeof(out->kvm_device));
 	memcpy(out->vsock_path, given->vsock_path, sizeof(out->vsock_path));
 	out->disk_quota = given->disk_quota;
-	if (given->vsock_path[0] && !out->vsock) {
+	if (!rc && given->vsock_path[0] && !out->vsock)
+		rc = errmsg_why(why, -EINVAL, "--vsock: the snapshot's VM has no vsock device");
+	if (rc) {
+		config_free(out);
 		snapshot_free(snap);
-		return errmsg_why(why, -EINVAL, "--vsock: the snapshot's VM has no vsock device");
 	}
-	return 0;
+	return rc;
 }

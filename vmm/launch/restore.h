@@ -23,7 +23,8 @@ struct restore_given {
  *   -ENOTSUP    another format version; -EBADMSG a corrupt or truncated
  *               state file, or a memory or overlay file that changed;
  *   -ENOENT     no snapshot there, or the root image is gone.
- * On success the caller frees snap with snapshot_free after vm_destroy. */
+ * On success the caller frees snap with snapshot_free after vm_destroy,
+ * and out with config_free; on failure neither holds anything. */
 int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_config *given,
 		    const struct restore_given *set, struct vm_config *out, const char **why)
 	__attribute__((warn_unused_result));

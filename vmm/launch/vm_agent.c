@@ -109,7 +109,6 @@ static void *agent_thread(void *arg)
 
 void vm_agent_init(struct vm_agent *va)
 {
-	memset(va, 0, sizeof(*va));
 	va->cancel_fd = -1;
 	va->client.fd = -1;
 }

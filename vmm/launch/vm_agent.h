@@ -45,7 +45,8 @@ struct vm_agent {
 	struct ctl_server *ctl;       /* or NULL: told when the agent is ready */
 };
 
-/* Ready va (every field zero, no descriptor open) for a launch. */
+/* Ready va, which comes zeroed (launch_init's), for a launch: no
+ * descriptor open. */
 void vm_agent_init(struct vm_agent *va);
 
 /* The run step, on the main thread, with vm built and the jail entered:

@@ -1,4 +1,4 @@
-/* sparse.c - zeroing and copying that write only the pages whose bytes change: what stays zero stays the kernel's shared zero page. */
+/* sparse.c - zeroing that writes only the pages whose bytes change: what stays zero stays the kernel's shared zero page. */
 #include "lib/sparse.h"
 
 #include <stdint.h>
@@ -32,28 +32,6 @@ size_t sparse_zero(void *p, size_t len)
 			written++;
 		}
 		b += n;
-		len -= n;
-	}
-	return written;
-}
-
-size_t sparse_copy(void *dst, const void *src, size_t len)
-{
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-	size_t written = 0;
-
-	if (dst == src)
-		return 0;
-	while (len) {
-		size_t n = piece_len(d, len);
-
-		if (memcmp(d, s, n)) {
-			memcpy(d, s, n);
-			written++;
-		}
-		d += n;
-		s += n;
 		len -= n;
 	}
 	return written;

@@ -203,7 +203,7 @@ static int pass_on(struct serve_ctx *x, struct cli *c)
 	}
 	if (strcmp(c->vm.kvm_device, "/dev/kvm")) {
 		cfg->extra[cfg->nextra++] = "--kvm-device";
-		cfg->extra[cfg->nextra++] = c->vm.kvm_device;
+		cfg->extra[cfg->nextra++] = (char *)c->vm.kvm_device;   /* an argv entry: never written */
 	}
 	return 0;
 }

@@ -2,10 +2,10 @@
 #include "vm/config.h"
 #include "lib/errmsg.h"
 #include "snapshot/codec.h"
-#include "lib/sparse.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -21,25 +21,80 @@ static void default_id(struct vm_config *cfg)
 	snprintf(cfg->id, sizeof(cfg->id), "%08x", v);
 }
 
+/* Every string of a config is one of these two (never freed) or a heap
+ * copy of its own. */
+static const char unset[] = "";
+static const char default_kvm_device[] = "/dev/kvm";
+
 void config_init(struct vm_config *cfg)
 {
-	/* Path buffers mostly empty: their pages stay unwritten (sparse.h). */
-	sparse_zero(cfg, sizeof(*cfg));
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->kernel = cfg->initrd = cfg->cmdline = cfg->cmdline_append = unset;
+	cfg->init_cmd = cfg->rootfs = cfg->kvm_device = unset;
+	for (unsigned i = 0; i < CONFIG_MAX_DISKS; i++)
+		cfg->disks[i].path = unset;
 	cfg->mem_mib = CONFIG_DEFAULT_MEM_MIB;
 	cfg->disk_quota = CONFIG_DEFAULT_DISK_QUOTA;
 	cfg->cpus = 1;
 	cfg->log_level = LOG_WARN;
-	snprintf(cfg->kvm_device, sizeof(cfg->kvm_device), "/dev/kvm");
+	cfg->kvm_device = default_kvm_device;
 	default_id(cfg);
 }
 
-int config_set(char *dst, size_t cap, const char *src)
+static void drop(const char **field)
+{
+	if (*field && *field != unset && *field != default_kvm_device)
+		free((char *)*field);
+	*field = unset;
+}
+
+/* Every string field of cfg, for config_free and config_copy. */
+static const char **field_at(struct vm_config *cfg, unsigned i)
+{
+	const char **fields[] = { &cfg->kernel, &cfg->initrd, &cfg->cmdline, &cfg->cmdline_append,
+				  &cfg->init_cmd, &cfg->rootfs, &cfg->kvm_device };
+	unsigned n = sizeof(fields) / sizeof(fields[0]);
+
+	return i < n ? fields[i] : i < n + CONFIG_MAX_DISKS ? &cfg->disks[i - n].path : NULL;
+}
+
+void config_free(struct vm_config *cfg)
+{
+	const char **f;
+
+	for (unsigned i = 0; (f = field_at(cfg, i)) != NULL; i++)
+		drop(f);
+}
+
+int config_set(const char **field, const char *src, size_t max)
 {
 	size_t n = strlen(src);
+	char *copy = NULL;
 
-	if (n >= cap)
+	if (n >= max)
 		return -ENAMETOOLONG;
-	memcpy(dst, src, n + 1);
+	if (n && !(copy = strdup(src)))
+		return -ENOMEM;
+	drop(field);
+	*field = copy ? copy : unset;
+	return 0;
+}
+
+int config_copy(struct vm_config *dst, const struct vm_config *src)
+{
+	const char **f;
+
+	*dst = *src;
+	for (unsigned i = 0; (f = field_at(dst, i)) != NULL; i++)
+		*f = unset;
+	for (unsigned i = 0; (f = field_at(dst, i)) != NULL; i++) {
+		const char *from = *field_at((struct vm_config *)src, i);
+
+		if (config_set(f, from ? from : unset, SIZE_MAX)) {
+			config_free(dst);
+			return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -86,17 +141,20 @@ static void put_str(struct snap_out *o, const char *s)
 	snap_out_put(o, s, n);
 }
 
-/* A string of fewer than cap bytes, without a NUL inside. */
-static bool get_str(struct snap_in *in, char *dst, size_t cap)
+/* A string of fewer than max bytes, without a NUL inside, into *field. */
+static bool get_str(struct snap_in *in, const char **field, size_t max)
 {
 	uint32_t n = snap_in_u32(in);
+	bool ok;
+	char *s;
 
-	if (in->bad || n >= cap || n > in->left)
+	if (in->bad || n >= max || n > in->left || !(s = malloc((size_t)n + 1)))
 		return false;
-	if (!snap_in_get(in, dst, n) || memchr(dst, '\0', n))
-		return false;
-	dst[n] = '\0';
-	return true;
+	ok = snap_in_get(in, s, n) && !memchr(s, '\0', n);
+	s[n] = '\0';
+	ok = ok && config_set(field, s, max) == 0;
+	free(s);
+	return ok;
 }
 
 void config_encode(const struct vm_config *cfg, struct snap_out *o)
@@ -121,29 +179,36 @@ int config_decode(struct vm_config *cfg, const void *data, size_t len, const cha
 {
 	struct snap_in in;
 	char err[128];
+	int rc = 0;
 	bool ok;
 
 	config_init(cfg);
 	snap_in_init(&in, data, len);
-	ok = get_str(&in, cfg->kernel, sizeof(cfg->kernel)) &&
-	     get_str(&in, cfg->initrd, sizeof(cfg->initrd)) &&
-	     get_str(&in, cfg->cmdline, sizeof(cfg->cmdline)) &&
-	     get_str(&in, cfg->cmdline_append, sizeof(cfg->cmdline_append)) &&
-	     get_str(&in, cfg->init_cmd, sizeof(cfg->init_cmd)) &&
-	     get_str(&in, cfg->rootfs, sizeof(cfg->rootfs));
+	ok = get_str(&in, &cfg->kernel, CONFIG_PATH_MAX) &&
+	     get_str(&in, &cfg->initrd, CONFIG_PATH_MAX) &&
+	     get_str(&in, &cfg->cmdline, CONFIG_CMDLINE_MAX) &&
+	     get_str(&in, &cfg->cmdline_append, CONFIG_CMDLINE_MAX) &&
+	     get_str(&in, &cfg->init_cmd, CONFIG_CMDLINE_MAX) &&
+	     get_str(&in, &cfg->rootfs, CONFIG_PATH_MAX);
 	cfg->nr_disks = ok ? snap_in_u32(&in) : 0;
-	if (cfg->nr_disks > CONFIG_MAX_DISKS)
-		return errmsg_why(why, -EBADMSG, "snapshot config: %u disks", cfg->nr_disks);
+	if (cfg->nr_disks > CONFIG_MAX_DISKS) {
+		rc = errmsg_why(why, -EBADMSG, "snapshot config: %u disks", cfg->nr_disks);
+		goto err;
+	}
 	for (unsigned i = 0; ok && i < cfg->nr_disks; i++) {
-		ok = get_str(&in, cfg->disks[i].path, sizeof(cfg->disks[i].path));
+		ok = get_str(&in, &cfg->disks[i].path, CONFIG_PATH_MAX);
 		cfg->disks[i].read_only = snap_in_u32(&in) != 0;
 	}
 	cfg->mem_mib = snap_in_u64(&in);
 	cfg->cpus = snap_in_u32(&in);
 	cfg->vsock = snap_in_u32(&in) != 0;
 	if (!ok || !snap_in_end(&in))
-		return errmsg_why(why, -EBADMSG, "snapshot config section is malformed");
-	if (config_check(cfg, err, sizeof(err)))
-		return errmsg_why(why, -EBADMSG, "snapshot config: %s", err);
-	return 0;
+		rc = errmsg_why(why, -EBADMSG, "snapshot config section is malformed");
+	else if (config_check(cfg, err, sizeof(err)))
+		rc = errmsg_why(why, -EBADMSG, "snapshot config: %s", err);
+	if (!rc)
+		return 0;
+err:
+	config_free(cfg);
+	return rc;
 }

@@ -22,22 +22,26 @@
 
 /* A raw disk (--disk): writes reach the file unless read-only. */
 struct disk_config {
-	char path[CONFIG_PATH_MAX];
+	const char *path;
 	bool read_only;
 };
 
 /* Where the guest's serial console goes. */
 enum console_out { CONSOLE_OUT_STDOUT = 0, CONSOLE_OUT_STDERR, CONSOLE_OUT_DISCARD };
 
-/* Everything the builder needs to make a VM. Strings are owned ("" is
- * unset), so a config can be copied, compared and saved whole. */
+/* Everything the builder needs to make a VM. Each string is "" (unset)
+ * or the config's own heap copy, set with config_set, bounded by the
+ * limits above (CONFIG_PATH_MAX a path, CONFIG_CMDLINE_MAX a command
+ * line, both with the NUL); config_copy copies a config whole and
+ * config_free gives its strings back. id and vsock_path are small and
+ * inline. */
 struct vm_config {
-	char kernel[CONFIG_PATH_MAX];
-	char initrd[CONFIG_PATH_MAX];             /* "": none */
-	char cmdline[CONFIG_CMDLINE_MAX];         /* "": CONFIG_DEFAULT_CMDLINE */
-	char cmdline_append[CONFIG_CMDLINE_MAX];  /* after the builder's own parameters */
-	char init_cmd[CONFIG_CMDLINE_MAX];        /* run by the guest's init (mayfly.cmd=) */
-	char rootfs[CONFIG_PATH_MAX];             /* "": none; else vda, copy-on-write */
+	const char *kernel;
+	const char *initrd;                       /* "": none */
+	const char *cmdline;                      /* "": CONFIG_DEFAULT_CMDLINE */
+	const char *cmdline_append;               /* after the builder's own parameters */
+	const char *init_cmd;                     /* run by the guest's init (mayfly.cmd=) */
+	const char *rootfs;                       /* "": none; else vda, copy-on-write */
 	struct disk_config disks[CONFIG_MAX_DISKS];   /* after the rootfs */
 	unsigned nr_disks;
 	uint64_t mem_mib;
@@ -46,18 +50,34 @@ struct vm_config {
 	enum console_out console_out;
 	enum log_level log_level;
 	char id[CONFIG_ID_MAX + 1];   /* VM id shown in every log line */
-	char kvm_device[CONFIG_PATH_MAX];
+	const char *kvm_device;
 	bool vsock;                   /* a virtio-vsock device, and the guest starts its agent */
 	char vsock_path[CONFIG_VSOCK_PATH_MAX + 1];   /* its Unix socket; "": in-process only */
 	uint64_t disk_quota;          /* --disk-quota: bytes the rootfs overlay may hold */
 };
 
-/* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id. */
+/* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id,
+ * every other string unset. What cfg held before is not freed: a config
+ * in use is config_free'd first. */
 void config_init(struct vm_config *cfg);
 
-/* Copy src into a field of `cap` bytes. 0, or -ENAMETOOLONG (dst untouched). */
-int config_set(char *dst, size_t cap, const char *src);
-#define CONFIG_SET(field, src) config_set(field, sizeof(field), src)
+/* Give back cfg's strings (each is "" after); safe on a zeroed config
+ * and on one freed before. */
+void config_free(struct vm_config *cfg);
+
+/* dst (not holding strings of its own: fresh, or config_free'd) becomes a
+ * copy of src that owns its own strings. 0, or -ENOMEM (dst then holds
+ * nothing to free). */
+int config_copy(struct vm_config *dst, const struct vm_config *src)
+	__attribute__((warn_unused_result));
+
+/* Set a string of a config to a copy of src ("" unsets it), freeing what
+ * it held. 0; -ENAMETOOLONG when src has `max` bytes or more (the field
+ * untouched); -ENOMEM. */
+int config_set(const char **field, const char *src, size_t max)
+	__attribute__((warn_unused_result));
+#define CONFIG_SET_PATH(field, src)    config_set(&(field), src, CONFIG_PATH_MAX)
+#define CONFIG_SET_CMDLINE(field, src) config_set(&(field), src, CONFIG_CMDLINE_MAX)
 
 /* 1-32 of [A-Za-z0-9._-]. */
 bool config_id_valid(const char *id);
@@ -72,7 +92,8 @@ struct snap_out;
  * console or log level, which are each run's own), versioned by the state
  * file's format. config_decode refuses a payload that is short,
  * long, has a string without its NUL or too long for its field, or breaks
- * config_check's limits. 0, or -EBADMSG with *why. */
+ * config_check's limits. 0 (cfg then owns its strings), or -EBADMSG
+ * with *why (cfg holds nothing to free). */
 void config_encode(const struct vm_config *cfg, struct snap_out *o);
 int config_decode(struct vm_config *cfg, const void *data, size_t len, const char **why);
 

@@ -6,7 +6,6 @@
 #include "lib/log.h"
 #include "snapshot/codec.h"
 #include "snapshot/workingset.h"
-#include "lib/sparse.h"
 #include "vm/devices.h"
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
@@ -149,17 +148,18 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 	char path[CONFIG_PATH_MAX + 64], name[32];
 	int rc;
 
-	sparse_zero(s, sizeof(*s));   /* a config of mostly empty paths: sparse.h */
-	if (config_set(s->dir, sizeof(s->dir), dir) || snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)))
+	memset(s, 0, sizeof(*s));
+	if (strlen(dir) >= CONFIG_PATH_MAX || snapshot_path(dir, SNAPSHOT_STATE, path, sizeof(path)))
 		return errmsg_why(why, -ENAMETOOLONG, "snapshot path too long");
-	rc = read_state(s, path, why);
-	if (rc)
-		return rc;
-	s->file = malloc(sizeof(*s->file));
-	if (!s->file)
+	s->dir = strdup(dir);
+	if (!s->dir)
 		return errmsg_why(why, -ENOMEM, "out of memory");
-	rc = snap_parse(s->file, s->state, s->state_len, required,
-			sizeof(required) / sizeof(required[0]), why);
+	rc = read_state(s, path, why);
+	if (!rc && !(s->file = malloc(sizeof(*s->file))))
+		rc = errmsg_why(why, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = snap_parse(s->file, s->state, s->state_len, required,
+				sizeof(required) / sizeof(required[0]), why);
 	if (!rc)
 		rc = config_decode(&s->cfg, snap_find(s->file, SNAP_SEC_CONFIG)->data,
 				   snap_find(s->file, SNAP_SEC_CONFIG)->len, why);
@@ -191,6 +191,9 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 
 void snapshot_free(struct snapshot *s)
 {
+	config_free(&s->cfg);
+	free(s->dir);
+	s->dir = NULL;
 	free(s->state);
 	free(s->file);
 	free(s->cpuid);

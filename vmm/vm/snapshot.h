@@ -35,7 +35,7 @@ struct snapshot_files {
 
 /* A snapshot loaded for a restore. */
 struct snapshot {
-	char dir[CONFIG_PATH_MAX];
+	char *dir;                  /* its own copy */
 	uint8_t *state;             /* the whole state file; sections point into it */
 	size_t state_len;
 	struct snap_file *file;
@@ -51,7 +51,8 @@ struct snapshot {
  * and unchanged since the snapshot was written. 0, or -errno with *why:
  * -ENOENT no snapshot there, -ENOTSUP another format version, -EBADMSG a
  * corrupt or truncated file, -ESTALE a memory or overlay file that changed.
- * Touches no KVM and runs no guest code. */
+ * Touches no KVM and runs no guest code. On failure s holds nothing
+ * (snapshot_free is still safe); on success snapshot_free gives it back. */
 int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 	__attribute__((warn_unused_result));
 void snapshot_free(struct snapshot *s);
