@@ -1,4 +1,4 @@
-/* test_event.c - the I/O thread's loop (vmm/event.c): sources added, changed and deleted while it runs. */
+/* test_event.c - the I/O thread's loop (vmm/lib/event.c): sources added, changed and deleted while it runs. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>

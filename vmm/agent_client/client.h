@@ -1,6 +1,6 @@
 /* client.h - the host end of the guest agent protocol: connect through hybrid vsock, exchange frames, copy files; every wait bounded. */
-#ifndef MAYFLY_AGENT_CLIENT_H
-#define MAYFLY_AGENT_CLIENT_H
+#ifndef MAYFLY_AGENT_CLIENT_CLIENT_H
+#define MAYFLY_AGENT_CLIENT_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

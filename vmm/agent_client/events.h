@@ -1,6 +1,6 @@
 /* events.h - mayfly run/exec --json: one JSON object per line on stdout, valid whatever bytes the command writes. */
-#ifndef MAYFLY_AGENT_EVENTS_H
-#define MAYFLY_AGENT_EVENTS_H
+#ifndef MAYFLY_AGENT_CLIENT_EVENTS_H
+#define MAYFLY_AGENT_CLIENT_EVENTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

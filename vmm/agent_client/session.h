@@ -1,6 +1,6 @@
 /* session.h - one command run through the guest agent: stdin in, stdout/stderr out (raw or JSON lines), the exit back; bounded in time and bytes. */
-#ifndef MAYFLY_AGENT_SESSION_H
-#define MAYFLY_AGENT_SESSION_H
+#ifndef MAYFLY_AGENT_CLIENT_SESSION_H
+#define MAYFLY_AGENT_CLIENT_SESSION_H
 
 #include <stdbool.h>
 #include <stdint.h>

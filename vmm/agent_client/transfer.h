@@ -1,6 +1,6 @@
 /* transfer.h - files into and out of the guest through its agent, bounded, never damaging the user's file. */
-#ifndef MAYFLY_AGENT_TRANSFER_H
-#define MAYFLY_AGENT_TRANSFER_H
+#ifndef MAYFLY_AGENT_CLIENT_TRANSFER_H
+#define MAYFLY_AGENT_CLIENT_TRANSFER_H
 
 #include <limits.h>
 #include <stdbool.h>

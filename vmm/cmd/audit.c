@@ -1,4 +1,4 @@
-/* audit_cmd.c - mayfly audit verify: the audit log's chain checked line by line, the verdict in one line. */
+/* audit.c - mayfly audit verify: the audit log's chain checked line by line, the verdict in one line. */
 #include "cmd/audit.h"
 #include "policy/audit.h"
 #include "lib/log.h"

@@ -1,6 +1,6 @@
-/* audit_cmd.h - mayfly audit verify: check an audit log's hash chain. */
-#ifndef MAYFLY_AGENT_AUDIT_CMD_H
-#define MAYFLY_AGENT_AUDIT_CMD_H
+/* audit.h - mayfly audit verify: check an audit log's hash chain. */
+#ifndef MAYFLY_CMD_AUDIT_H
+#define MAYFLY_CMD_AUDIT_H
 
 #include "cmd/cli.h"
 

@@ -1,6 +1,6 @@
 /* cli.h - the one command-line front end: every command's flags, from one option table, into one typed request. */
-#ifndef MAYFLY_CLI_H
-#define MAYFLY_CLI_H
+#ifndef MAYFLY_CMD_CLI_H
+#define MAYFLY_CMD_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* mcp_cmd.h - mayfly mcp: an MCP server on stdio, one VM for the session. */
-#ifndef MAYFLY_AGENT_MCP_CMD_H
-#define MAYFLY_AGENT_MCP_CMD_H
+/* mcp.h - mayfly mcp: an MCP server on stdio, one VM for the session. */
+#ifndef MAYFLY_CMD_MCP_H
+#define MAYFLY_CMD_MCP_H
 
 #include <stdint.h>
 

@@ -10,7 +10,7 @@
 #define RUN_MAX_ENV   EXEC_MAX_ENV
 #define RUN_MAX_FILES 64
 
-/* Defaults, documented in README.md and in each command's --help. */
+/* Defaults, documented in docs/usage.md and in each command's --help. */
 #define RUN_DEFAULT_CALL_TIMEOUT_S 120           /* each --put, --get, cp, connect */
 #define RUN_DEFAULT_MAX_GET_BYTES  (1ULL << 30)  /* 1 GiB per --get / cp out of the VM */
 #define RUN_DEFAULT_MAX_OUTPUT     (256ULL << 20) /* stdout + stderr of one command */

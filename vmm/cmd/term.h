@@ -1,6 +1,6 @@
 /* term.h - the user's side of a command in the guest: our terminal in raw mode, its resizes, and signals meant for the command. */
-#ifndef MAYFLY_AGENT_TERM_H
-#define MAYFLY_AGENT_TERM_H
+#ifndef MAYFLY_CMD_TERM_H
+#define MAYFLY_CMD_TERM_H
 
 #include <stdbool.h>
 #include <termios.h>

@@ -33,7 +33,7 @@ enum ctl_status {
 
 #define CTL_FLAG_OVERLAY 1u   /* reply: disk-vda was written (else it stays empty) */
 
-/* mayfly pause / fork exit codes (README "mayfly pause, mayfly fork"). */
+/* mayfly pause / fork exit codes (docs/exit-codes.md). */
 enum ctl_exit {
 	CTL_EXIT_OK = 0,
 	CTL_EXIT_INTERNAL = 1,   /* the save or the files failed, a timeout */

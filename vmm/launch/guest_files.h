@@ -1,6 +1,6 @@
 /* guest_files.h - where the default guest (kernel, initramfs, root image) that tools/build-guest builds is found. */
-#ifndef MAYFLY_GUEST_FILES_H
-#define MAYFLY_GUEST_FILES_H
+#ifndef MAYFLY_LAUNCH_GUEST_FILES_H
+#define MAYFLY_LAUNCH_GUEST_FILES_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* restore.h - a snapshot named on the command line: loaded, held against the flags the user gave, turned into the config to restore. */
-#ifndef MAYFLY_RESTORE_H
-#define MAYFLY_RESTORE_H
+#ifndef MAYFLY_LAUNCH_RESTORE_H
+#define MAYFLY_LAUNCH_RESTORE_H
 
 #include <stdbool.h>
 

@@ -1,6 +1,6 @@
 /* snapcache.h - mayfly run's default snapshot: one per mayfly build, kernel, root image, memory and vCPUs, made on first use. */
-#ifndef MAYFLY_AGENT_SNAPCACHE_H
-#define MAYFLY_AGENT_SNAPCACHE_H
+#ifndef MAYFLY_LAUNCH_SNAPCACHE_H
+#define MAYFLY_LAUNCH_SNAPCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

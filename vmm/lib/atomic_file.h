@@ -1,6 +1,6 @@
 /* atomic_file.h - create a file so that it appears whole or not at all: temp file, fsync, rename. */
-#ifndef MAYFLY_ATOMIC_FILE_H
-#define MAYFLY_ATOMIC_FILE_H
+#ifndef MAYFLY_LIB_ATOMIC_FILE_H
+#define MAYFLY_LIB_ATOMIC_FILE_H
 
 /* A file being written: `fd` is a fresh temporary file (mode 0600) in the
  * directory of `path`, which appears under `path` only on commit. */

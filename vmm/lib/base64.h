@@ -1,6 +1,6 @@
 /* base64.h - standard base64 (RFC 4648, with '=' padding), both ways. */
-#ifndef MAYFLY_BASE64_H
-#define MAYFLY_BASE64_H
+#ifndef MAYFLY_LIB_BASE64_H
+#define MAYFLY_LIB_BASE64_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* clock.h - monotonic time in nanoseconds, for timings in logs. */
-#ifndef MAYFLY_CLOCK_H
-#define MAYFLY_CLOCK_H
+#ifndef MAYFLY_LIB_CLOCK_H
+#define MAYFLY_LIB_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>

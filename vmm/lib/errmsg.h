@@ -1,6 +1,6 @@
 /* errmsg.h - one-line error messages: into a caller's buffer, or into a per-thread one a `why` pointer names. */
-#ifndef MAYFLY_ERRMSG_H
-#define MAYFLY_ERRMSG_H
+#ifndef MAYFLY_LIB_ERRMSG_H
+#define MAYFLY_LIB_ERRMSG_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* event.h - the I/O thread: an epoll loop that runs device work off the vCPU threads. */
-#ifndef MAYFLY_EVENT_H
-#define MAYFLY_EVENT_H
+#ifndef MAYFLY_LIB_EVENT_H
+#define MAYFLY_LIB_EVENT_H
 
 #include <pthread.h>
 #include <stdatomic.h>

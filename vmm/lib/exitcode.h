@@ -1,6 +1,6 @@
 /* exitcode.h - mayfly's process exit codes, every command's; docs/exit-codes.md documents the same tables. */
-#ifndef MAYFLY_EXITCODE_H
-#define MAYFLY_EXITCODE_H
+#ifndef MAYFLY_LIB_EXITCODE_H
+#define MAYFLY_LIB_EXITCODE_H
 
 enum mayfly_exit {
 	EXIT_GUEST_RESET   = 0,  /* guest rebooted or powered off: a normal end */

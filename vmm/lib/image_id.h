@@ -1,6 +1,6 @@
 /* image_id.h - the content identity of a file (kernel, root image, mayfly itself): sha256, remembered by its stat identity. */
-#ifndef MAYFLY_IMAGE_ID_H
-#define MAYFLY_IMAGE_ID_H
+#ifndef MAYFLY_LIB_IMAGE_ID_H
+#define MAYFLY_LIB_IMAGE_ID_H
 
 #include <stdbool.h>
 #include <stddef.h>

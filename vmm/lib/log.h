@@ -1,6 +1,6 @@
 /* log.h - one line per event, tagged with the VM id and a level; quiet by default. */
-#ifndef MAYFLY_LOG_H
-#define MAYFLY_LOG_H
+#ifndef MAYFLY_LIB_LOG_H
+#define MAYFLY_LIB_LOG_H
 
 #include <stddef.h>
 #include <stdint.h>

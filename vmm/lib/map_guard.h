@@ -1,6 +1,6 @@
 /* map_guard.h - a clear last line when a file a VM has mapped (a snapshot's memory or overlay) is cut short under it. */
-#ifndef MAYFLY_MAP_GUARD_H
-#define MAYFLY_MAP_GUARD_H
+#ifndef MAYFLY_LIB_MAP_GUARD_H
+#define MAYFLY_LIB_MAP_GUARD_H
 
 #include <stddef.h>
 

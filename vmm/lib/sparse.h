@@ -1,6 +1,6 @@
 /* sparse.h - zeroing that writes only the pages whose bytes change. */
-#ifndef MAYFLY_SPARSE_H
-#define MAYFLY_SPARSE_H
+#ifndef MAYFLY_LIB_SPARSE_H
+#define MAYFLY_LIB_SPARSE_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* thread.h - helper threads a stop can always end: kicked out of blocking calls, joined for sure. */
-#ifndef MAYFLY_THREAD_H
-#define MAYFLY_THREAD_H
+#ifndef MAYFLY_LIB_THREAD_H
+#define MAYFLY_LIB_THREAD_H
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* mcp.h - a Model Context Protocol server (JSON-RPC 2.0, one message per line) over a pair of fds, its tools run through one guest agent connection. */
-#ifndef MAYFLY_AGENT_MCP_H
-#define MAYFLY_AGENT_MCP_H
+#ifndef MAYFLY_MCP_MCP_H
+#define MAYFLY_MCP_MCP_H
 
 #include <jansson.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* mcp_modern.h - MCP revision 2026-07-28 (the stateless era) beside the 2025 initialize handshake: each request's _meta envelope checked, server/discover, and the fields its results must carry. */
-#ifndef MAYFLY_AGENT_MCP_MODERN_H
-#define MAYFLY_AGENT_MCP_MODERN_H
+#ifndef MAYFLY_MCP_MCP_MODERN_H
+#define MAYFLY_MCP_MCP_MODERN_H
 
 #include <jansson.h>
 #include <stdbool.h>

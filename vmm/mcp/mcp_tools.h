@@ -1,6 +1,6 @@
 /* mcp_tools.h - the MCP server's tools: run_command, read_file, write_file, list_files in the guest, each through the gate. */
-#ifndef MAYFLY_AGENT_MCP_TOOLS_H
-#define MAYFLY_AGENT_MCP_TOOLS_H
+#ifndef MAYFLY_MCP_MCP_TOOLS_H
+#define MAYFLY_MCP_MCP_TOOLS_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* mem.h - guest RAM and the one checked guest-physical to host translation. */
-#ifndef MAYFLY_MEM_H
-#define MAYFLY_MEM_H
+#ifndef MAYFLY_MEM_MEM_H
+#define MAYFLY_MEM_MEM_H
 
 #include <stdbool.h>
 #include <stddef.h>

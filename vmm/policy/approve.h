@@ -1,6 +1,6 @@
 /* approve.h - the approval hook: an operator's command that sees each exec or file write as JSON and must exit 0 to allow it. */
-#ifndef MAYFLY_APPROVE_H
-#define MAYFLY_APPROVE_H
+#ifndef MAYFLY_POLICY_APPROVE_H
+#define MAYFLY_POLICY_APPROVE_H
 
 #include <stdbool.h>
 #include <stddef.h>

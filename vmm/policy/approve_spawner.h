@@ -1,6 +1,6 @@
 /* approve_spawner.h - the approver's spawner: a process forked before the jail and the filters that runs --approve's command for the jailed, filtered VMM. */
-#ifndef MAYFLY_APPROVE_SPAWNER_H
-#define MAYFLY_APPROVE_SPAWNER_H
+#ifndef MAYFLY_POLICY_APPROVE_SPAWNER_H
+#define MAYFLY_POLICY_APPROVE_SPAWNER_H
 
 #include <pthread.h>
 #include <stdbool.h>

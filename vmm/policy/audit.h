@@ -1,6 +1,6 @@
 /* audit.h - the audit log: one JSON line per tool call, each carrying the sha256 of the line before it, appended under a lock and synced. */
-#ifndef MAYFLY_AUDIT_H
-#define MAYFLY_AUDIT_H
+#ifndef MAYFLY_POLICY_AUDIT_H
+#define MAYFLY_POLICY_AUDIT_H
 
 #include <jansson.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* gate.h - every tool call through one gate: put to the approver (--approve) before it runs, recorded in the audit log (--audit) after. */
-#ifndef MAYFLY_AGENT_GATE_H
-#define MAYFLY_AGENT_GATE_H
+#ifndef MAYFLY_POLICY_GATE_H
+#define MAYFLY_POLICY_GATE_H
 
 #include <jansson.h>
 #include <stddef.h>

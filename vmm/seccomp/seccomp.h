@@ -1,6 +1,6 @@
 /* seccomp.h - each mayfly thread confines itself to its role's system calls; a forbidden one ends the process with one line. */
-#ifndef MAYFLY_SECCOMP_H
-#define MAYFLY_SECCOMP_H
+#ifndef MAYFLY_SECCOMP_SECCOMP_H
+#define MAYFLY_SECCOMP_SECCOMP_H
 
 #include <stdbool.h>
 

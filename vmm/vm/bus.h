@@ -1,6 +1,6 @@
 /* bus.h - the port-I/O and MMIO buses: devices register ranges, exits are dispatched to them. */
-#ifndef MAYFLY_BUS_H
-#define MAYFLY_BUS_H
+#ifndef MAYFLY_VM_BUS_H
+#define MAYFLY_VM_BUS_H
 
 #include <pthread.h>
 #include <stdatomic.h>

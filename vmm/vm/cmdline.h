@@ -1,6 +1,6 @@
 /* cmdline.h - the guest kernel's command line, built up a parameter at a time and bounded (pure). */
-#ifndef MAYFLY_CMDLINE_H
-#define MAYFLY_CMDLINE_H
+#ifndef MAYFLY_VM_CMDLINE_H
+#define MAYFLY_VM_CMDLINE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* config.h - struct vm_config: the one contract between a front end and the VM builder (pure data). */
-#ifndef MAYFLY_CONFIG_H
-#define MAYFLY_CONFIG_H
+#ifndef MAYFLY_VM_CONFIG_H
+#define MAYFLY_VM_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* console.h - the console thread: guest serial output to stdout, stdin to the guest, never blocking a vCPU. */
-#ifndef MAYFLY_CONSOLE_H
-#define MAYFLY_CONSOLE_H
+#ifndef MAYFLY_VM_CONSOLE_H
+#define MAYFLY_VM_CONSOLE_H
 
 #include <pthread.h>
 #include <stdatomic.h>

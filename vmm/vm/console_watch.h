@@ -1,6 +1,6 @@
 /* console_watch.h - spots what the guest says on its console that decides mayfly's exit code. */
-#ifndef MAYFLY_CONSOLE_WATCH_H
-#define MAYFLY_CONSOLE_WATCH_H
+#ifndef MAYFLY_VM_CONSOLE_WATCH_H
+#define MAYFLY_VM_CONSOLE_WATCH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* vm_devices.c - a VM's devices in a snapshot: one section each, the root's overlay as a file, a quiet vsock before saving. */
+/* devices.c - a VM's devices in a snapshot: one section each, the root's overlay as a file, a quiet vsock before saving. */
 #include "vm/devices.h"
 #include "lib/errmsg.h"
 #include "vm/vm.h"

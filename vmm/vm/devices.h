@@ -1,4 +1,4 @@
-/* vm_devices.h - the devices of a VM in a snapshot: their sections, the root's overlay file, and the wait for a quiet vsock. */
+/* devices.h - the devices of a VM in a snapshot: their sections, the root's overlay file, and the wait for a quiet vsock. */
 #ifndef MAYFLY_VM_DEVICES_H
 #define MAYFLY_VM_DEVICES_H
 

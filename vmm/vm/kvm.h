@@ -1,6 +1,6 @@
 /* kvm.h - /dev/kvm: open it, check the API and every capability mayfly uses, create the VM. */
-#ifndef MAYFLY_KVM_H
-#define MAYFLY_KVM_H
+#ifndef MAYFLY_VM_KVM_H
+#define MAYFLY_VM_KVM_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* vm_run.c - a built VM's lifetime: its threads, the main thread's wait for the end, pause and resume, stop. */
+/* run.c - a built VM's lifetime: its threads, the main thread's wait for the end, pause and resume, stop. */
 #include "vm/vm.h"
 #include "lib/exitcode.h"
 #include "lib/log.h"

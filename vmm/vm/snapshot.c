@@ -1,4 +1,4 @@
-/* vm_snapshot.c - a running VM saved whole into a snapshot directory, and a snapshot loaded and put back in place. */
+/* snapshot.c - a running VM saved whole into a snapshot directory, and a snapshot loaded and put back in place. */
 #include "vm/snapshot.h"
 #include "lib/errmsg.h"
 #include "vm/vm.h"

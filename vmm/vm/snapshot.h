@@ -1,4 +1,4 @@
-/* vm_snapshot.h - a running VM saved to a snapshot directory, and a snapshot loaded back for vm_build to restore. */
+/* snapshot.h - a running VM saved to a snapshot directory, and a snapshot loaded back for vm_build to restore. */
 #ifndef MAYFLY_VM_SNAPSHOT_H
 #define MAYFLY_VM_SNAPSHOT_H
 

@@ -1,6 +1,6 @@
 /* vcpu.h - one thread per vCPU: its registers set up, then KVM_RUN with each exit dispatched to a bus; parked for a pause. */
-#ifndef MAYFLY_VCPU_H
-#define MAYFLY_VCPU_H
+#ifndef MAYFLY_VM_VCPU_H
+#define MAYFLY_VM_VCPU_H
 
 #include <pthread.h>
 #include <stdatomic.h>

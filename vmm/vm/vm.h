@@ -1,6 +1,6 @@
 /* vm.h - one microVM: its KVM handles, memory, buses, devices and vCPUs, and how it ends. */
-#ifndef MAYFLY_VM_H
-#define MAYFLY_VM_H
+#ifndef MAYFLY_VM_VM_H
+#define MAYFLY_VM_VM_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
