@@ -19,12 +19,9 @@
 
 struct mcp_ctx {
 	struct launch launch;      /* the session's VM, its jail, network and approver */
-	struct cli *cli;
 	struct mcp_server srv;
 	struct gate gate;
-	struct snapshot snap;
-	struct vm_config restored;
-	bool restoring;
+	struct run_choice vm;      /* which VM: as mayfly run chooses */
 	int served;                /* mcp_serve's result */
 };
 
@@ -63,10 +60,8 @@ static void mcp_threads_stop(struct vm_agent *va, void *opaque)
 static int mcp_prepare(struct launch *l, void *opaque)
 {
 	struct mcp_ctx *ctx = opaque;
-	int code = run_choose_vm(ctx->cli, &ctx->snap, &ctx->restoring, &ctx->restored, &l->cfg);
 
-	l->snap = ctx->restoring ? &ctx->snap : NULL;
-	return code;
+	return run_choose_vm(&ctx->vm, l);
 }
 
 /* In the VM process, once it ended. */
@@ -101,7 +96,6 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		log_say("out of memory");
 		return RUN_EXIT_MAYFLY;
 	}
-	ctx->cli = c;
 	gate_init(&ctx->gate, c->run.approve_cmd, c->run.approve_timeout_s, c->vm.id, "mcp:unknown");
 	ctx->srv = (struct mcp_server){
 		.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .stop_fd = -1, .gate = &ctx->gate,
@@ -115,15 +109,9 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		},
 	};
 	l = &ctx->launch;
-	launch_init(l);
-	l->jail_cfg = &c->jail;
-	l->net_policy = &c->net;
-	l->audit_path = c->run.audit_path;
-	l->gate = &ctx->gate;
-	l->fail_code = RUN_EXIT_MAYFLY;
+	run_launch_init(l, c, &ctx->gate, &ctx->vm);
 	l->prepare = mcp_prepare;
 	l->prepare_opaque = ctx;
-	l->use_agent = true;
 	l->agent.job = mcp_job;
 	l->agent.opaque = ctx;
 	l->agent.start_threads = mcp_threads;
@@ -131,10 +119,7 @@ int cmd_mcp(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	code = launch_run(l, start_ns);
 	if (l->vm_process)
 		code = mcp_result(ctx, code);
-	if (ctx->restoring) {
-		config_free(&ctx->restored);
-		snapshot_free(&ctx->snap);
-	}
+	run_choice_free(&ctx->vm);
 	free(ctx);
 	return code;
 }

@@ -32,7 +32,7 @@
 /* What the agent thread of mayfly run shares with the main thread. */
 struct run_ctx {
 	struct launch launch;         /* the VM, its jail, network and approver */
-	struct cli *cli;
+	struct run_choice vm;         /* which VM: cold, or restored from which snapshot */
 	const struct run_opts *o;
 	int sigs[2];                  /* pipe: signals for the command */
 	_Atomic bool running;         /* the command is running: signals go to it */
@@ -40,9 +40,6 @@ struct run_ctx {
 	int stdin_fd;
 	struct term term;
 	struct exec_result res;
-	struct snapshot snap;         /* restoring: the snapshot loaded */
-	bool restoring;
-	struct vm_config restored;    /* its config, with this run's own fields */
 	struct gate gate;             /* --approve, --audit */
 	/* Opened before the VM (a jailed VMM cannot open the user's files):
 	 * each --put's fd (or -errno), each --get's target with its open's
@@ -67,13 +64,13 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 	struct event_timings t = {
 		.vmm_setup = ms_since(l->start_ns, l->built_ns),
 		.first_run = ms_since(l->start_ns, vm_first_run_ns(&l->vm)),
-		.guest_init = ctx->restoring ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
+		.guest_init = l->snap ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
 		.agent_ready = ms_since(l->start_ns, va->ready_ns),
 		.command_start = ms_since(l->start_ns, ctx->res.started_ns),
 		.command_end = ms_since(l->start_ns, ctx->res.ended_ns),
 		.teardown = ms_since(ctx->res.ended_ns, end_ns),
 		.total = ms_since(l->start_ns, end_ns),
-		.restored = ctx->restoring,
+		.restored = l->snap != NULL,
 	};
 
 	log_info("timing (%s): vmm setup %.1f ms, first KVM_RUN at %.1f ms, guest init at %.1f ms, "
@@ -274,16 +271,28 @@ static void report_failure(const struct run_opts *o, const char *msg)
 	log_say("%s", msg);
 }
 
-int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
-		  struct vm_config *restored, const struct vm_config **cfg)
+void run_launch_init(struct launch *l, struct cli *c, struct gate *g, struct run_choice *choice)
 {
+	launch_init(l);
+	choice->cli = c;
+	l->jail_cfg = &c->jail;
+	l->net_policy = &c->net;
+	l->audit_path = c->run.audit_path;
+	l->gate = g;
+	l->fail_code = RUN_EXIT_MAYFLY;
+	l->use_agent = true;
+}
+
+int run_choose_vm(struct run_choice *ch, struct launch *l)
+{
+	struct cli *c = ch->cli;
 	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
 	char dir[CONFIG_PATH_MAX];
 	const char *why = "";
 	int code = agent_vm_config(&c->vm, c->verbose);
 
-	*cfg = &c->vm;
-	*restoring = false;
+	l->cfg = &c->vm;
+	l->snap = NULL;
 	if (code || c->cold || (c->vm.nr_disks && !c->snapshot))
 		return code;
 	if (c->snapshot) {
@@ -293,13 +302,23 @@ int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
 		if (code)
 			return code < 0 ? 0 : code;
 	}
-	if (restore_prepare(snap, dir, &c->vm, &given, restored, &why)) {
+	if (restore_prepare(&ch->snap, dir, &c->vm, &given, &ch->restored, &why)) {
 		log_say("cannot restore '%s': %s", dir, why);
 		return RUN_EXIT_MAYFLY;
 	}
-	*restoring = true;
-	*cfg = restored;
+	ch->restoring = true;
+	l->cfg = &ch->restored;
+	l->snap = &ch->snap;
 	return 0;
+}
+
+void run_choice_free(struct run_choice *ch)
+{
+	if (ch->restoring) {
+		config_free(&ch->restored);
+		snapshot_free(&ch->snap);
+	}
+	ch->restoring = false;
 }
 
 /* The --put files and --get targets, opened while we still may. */
@@ -389,9 +408,8 @@ static int run_result(struct run_ctx *ctx, int code)
 static int run_prepare(struct launch *l, void *opaque)
 {
 	struct run_ctx *ctx = opaque;
-	int code = run_choose_vm(ctx->cli, &ctx->snap, &ctx->restoring, &ctx->restored, &l->cfg);
+	int code = run_choose_vm(&ctx->vm, l);
 
-	l->snap = ctx->restoring ? &ctx->snap : NULL;
 	return code ? code : open_files(ctx, ctx->o);
 }
 
@@ -400,22 +418,15 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	struct launch *l = &ctx->launch;
 	int code;
 
-	ctx->cli = c;
 	ctx->o = &c->run;
 	log_init(c->vm.id, c->vm.log_level);
 	if (seccomp_setup(c->no_seccomp))
 		return RUN_EXIT_MAYFLY;
 	events_prepare();
 	gate_init(&ctx->gate, c->run.approve_cmd, c->run.approve_timeout_s, c->vm.id, "cli");
-	launch_init(l);
-	l->jail_cfg = &c->jail;
-	l->net_policy = &c->net;
-	l->audit_path = c->run.audit_path;
-	l->gate = &ctx->gate;
-	l->fail_code = RUN_EXIT_MAYFLY;
+	run_launch_init(l, c, &ctx->gate, &ctx->vm);
 	l->prepare = run_prepare;
 	l->prepare_opaque = ctx;
-	l->use_agent = true;
 	l->agent.job = run_job;
 	l->agent.opaque = ctx;
 	l->agent.signal_hook = run_signal_hook;
@@ -423,11 +434,7 @@ static int run_main(struct run_ctx *ctx, struct cli *c, uint64_t start_ns)
 	if (l->vm_process)
 		code = run_result(ctx, code);
 	close_files(ctx, &c->run, &code);
-	if (ctx->restoring) {
-		config_free(&ctx->restored);
-		snapshot_free(&ctx->snap);
-	}
-	ctx->restoring = false;
+	run_choice_free(&ctx->vm);
 	return code;
 }
 

@@ -15,12 +15,29 @@ int cmd_run(struct cli *c, int argc, char **argv, uint64_t start_ns);
 int cmd_exec(struct cli *c, int argc, char **argv);
 int cmd_cp(struct cli *c, int argc, char **argv);
 
-/* The VM a command runs in (run, mcp): the one --snapshot names, else the
- * default snapshot (made on first use), or with --cold (or a --disk, which
- * no default snapshot has) a cold boot. *cfg is c->vm, or restored with
- * snap loaded and *restoring set (the caller frees snap). 0, or the exit
- * code after one line. */
-int run_choose_vm(struct cli *c, struct snapshot *snap, bool *restoring,
-		  struct vm_config *restored, const struct vm_config **cfg);
+struct launch;
+struct gate;
+
+/* The VM a command of the agent runs in (run, mcp). */
+struct run_choice {
+	struct cli *cli;
+	bool restoring;
+	struct snapshot snap;         /* restoring: the snapshot loaded */
+	struct vm_config restored;    /* its config, with this run's own fields */
+};
+
+/* l set up (launch_init) for a VM driven through its agent as c asks:
+ * its jail, network, audit log and the calls' gate g; a failed step exits
+ * RUN_EXIT_MAYFLY. The caller adds the job, and a prepare step that calls
+ * run_choose_vm with choice. */
+void run_launch_init(struct launch *l, struct cli *c, struct gate *g, struct run_choice *choice);
+
+/* launch's prepare step for run and mcp: the VM the --snapshot names, else
+ * the default snapshot (made on first use), or with --cold (or a --disk,
+ * which no default snapshot has) a cold boot; l->cfg and l->snap set. 0,
+ * or the exit code after one line. run_choice_free gives back what it
+ * loaded. */
+int run_choose_vm(struct run_choice *choice, struct launch *l);
+void run_choice_free(struct run_choice *choice);
 
 #endif
