@@ -145,6 +145,11 @@ static void expect_resize(struct fake_agent *fa)
 	}
 }
 
+static void note_pid(void *opaque, uint32_t pid)
+{
+	*(uint32_t *)opaque = pid;
+}
+
 Test(term, a_resize_goes_to_the_agent_with_the_new_size)
 {
 	struct fake_agent a;
@@ -173,6 +178,41 @@ Test(term, a_resize_goes_to_the_agent_with_the_new_size)
 	fake_fini(&a);
 	close(master);
 	close(slave);
+	close(winch[0]);
+	close(winch[1]);
+}
+
+/* Without a terminal of ours (the containerd shim's ResizePty), the size
+ * comes down the pipe itself; of two queued, the last one counts. */
+Test(term, a_size_sent_down_the_pipe_goes_to_the_agent)
+{
+	struct fake_agent a;
+	struct exec_spec spec;
+	struct exec_result res;
+	char *argv[] = { "sh", NULL };
+	uint16_t sizes[4] = { 12, 40, 50, 132 };
+	uint32_t seen = 0;
+	int winch[2];
+
+	cr_assert_eq(pipe(winch), 0);
+	fake_init(&a);
+	fake_start(&a, expect_resize, NULL);
+	session_spec_init(&spec);
+	spec.argv = argv;
+	spec.argc = 1;
+	spec.pty = true;
+	spec.winch_fd = winch[0];
+	spec.tty_fd = -1;
+	spec.started = note_pid;
+	spec.started_opaque = &seen;
+	spec.deadline_ns = clock_now_ns() + 3000000000ULL;
+	cr_assert_eq(write(winch[1], sizes, sizeof(sizes)), (ssize_t)sizeof(sizes));
+	session_exec(a.client, &spec, &res);   /* ends at the deadline: no EXIT comes */
+	cr_assert_eq(atomic_load(&a.last_signal), 50u << 16 | 132u, "RESIZE %x",
+		     atomic_load(&a.last_signal));
+	cr_assert_eq(seen, 9, "the started hook saw pid %u", seen);
+	cr_assert_eq(res.pid, 9);
+	fake_fini(&a);
 	close(winch[0]);
 	close(winch[1]);
 }

@@ -161,10 +161,24 @@ static int forward_resize(struct session *s)
 	struct proto_writer w;
 	struct winsize ws;
 	uint8_t drain[16];
+	ssize_t n = read(s->spec->winch_fd, drain, sizeof(drain));
 	int len;
 
-	if (read(s->spec->winch_fd, drain, sizeof(drain)) < 0 ||
-	    ioctl(s->spec->tty_fd, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+	if (n < 0)
+		return 0;
+	if (s->spec->tty_fd < 0) {
+		/* The size itself came down the pipe: its last whole message. */
+		uint16_t rc[2];
+
+		if (n < (ssize_t)sizeof(rc))
+			return 0;
+		memcpy(rc, drain + (n / sizeof(rc) - 1) * sizeof(rc), sizeof(rc));
+		ws.ws_row = rc[0];
+		ws.ws_col = rc[1];
+	} else if (ioctl(s->spec->tty_fd, TIOCGWINSZ, &ws) < 0) {
+		return 0;
+	}
+	if (!ws.ws_row || !ws.ws_col)
 		return 0;
 	proto_begin(&w, s->c->wbuf, sizeof(s->c->wbuf), PROTO_RESIZE, s->id);
 	proto_put_u16(&w, ws.ws_row);
@@ -271,8 +285,11 @@ static int on_frame(struct session *s, const struct proto_frame *f)
 		if (!proto_get_u32(&rd, &u) || !proto_done(&rd) || !u || u > PID_MAX || s->res->started_ns)
 			return -EPROTO;
 		s->res->started_ns = clock_now_ns();
+		s->res->pid = u;
 		if (s->spec->json)
 			event_started(s->spec->json_out, u);
+		if (s->spec->started)
+			s->spec->started(s->spec->started_opaque, u);
 		return 0;
 	case PROTO_STDOUT:
 	case PROTO_STDERR:

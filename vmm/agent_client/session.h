@@ -31,18 +31,24 @@ struct exec_spec {
 	uint64_t deadline_ns;      /* give up on the agent (CLOCK_MONOTONIC): 124; 0: never */
 	int signal_fd;             /* -1, or a pipe: each byte is a signal to pass on to CMD */
 	int winch_fd;              /* -1, or a pipe: readable when our terminal was resized */
-	int tty_fd;                /* the terminal whose size RESIZE sends (with winch_fd) */
+	int tty_fd;                /* the terminal whose size RESIZE sends (with winch_fd); -1:
+	                            * each 4 bytes on winch_fd are the size (u16 rows, cols) */
 	uint64_t max_output;       /* stdout + stderr bytes passed on; past it CMD is killed */
 	int out_fd, err_fd;        /* raw streams go here */
 	/* Set: raw streams go to this instead (is_err: stderr), in order. */
 	void (*sink)(void *opaque, bool is_err, const uint8_t *data, size_t len);
 	void *sink_opaque;
 	FILE *json_out;            /* JSON lines go here */
+	/* NULL, or called (on the session's thread) when the command started,
+	 * with its pid in the guest. */
+	void (*started)(void *opaque, uint32_t pid);
+	void *started_opaque;
 };
 
 struct exec_result {
 	int exit_code;             /* what mayfly exits with (RUN_EXIT_* or the command's) */
 	uint64_t started_ns;       /* EXEC_STARTED arrived (CLOCK_MONOTONIC), 0 if never */
+	uint32_t pid;              /* the command's pid in the guest, 0 if never */
 	uint64_t ended_ns;         /* EXIT arrived */
 	bool truncated;            /* output passed max_output and was cut */
 	int signo;                 /* CMD was killed by this signal; 0 if not */

@@ -298,8 +298,14 @@ int ctl_client_save(const char *vsock, const char *out, bool fork)
 
 int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, const char **why)
 {
+	return ctl_client_call(vsock, CTL_OP_READY, deadline_ns, cancel_fd, why);
+}
+
+int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
+		    const char **why)
+{
 	static _Thread_local char msg[CTL_TEXT_MAX + 64];
-	struct ctl_request req = { .op = CTL_OP_READY };
+	struct ctl_request req = { .op = op };
 	uint8_t out[CTL_REQUEST_LEN], in[CTL_REPLY_LEN];
 	uint64_t now = clock_now_ns();
 	struct ctl_reply r;

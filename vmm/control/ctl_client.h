@@ -1,9 +1,11 @@
-/* ctl_client.h - the client end of a VM's control socket: a running VM saved (mayfly pause, fork), its agent asked after. */
+/* ctl_client.h - the client end of a VM's control socket: a running VM saved (mayfly pause, fork), suspended and resumed, its agent asked after. */
 #ifndef MAYFLY_CONTROL_CTL_CLIENT_H
 #define MAYFLY_CONTROL_CTL_CLIENT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "control/ctl_msg.h"
 
 /* Save the VM of `boot --vsock VSOCK` into `out` (pause, or fork when
  * fork): out checked (new or an empty directory), VSOCK.ctl dialled, the
@@ -20,5 +22,10 @@ int ctl_client_save(const char *vsock, const char *out, bool fork);
  * instead); -ECANCELED; else -errno with *why (the VM ended, timed out, not
  * ready). */
 int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, const char **why);
+
+/* One request without descriptors (READY, SUSPEND, RESUME) to the VM of
+ * `boot --vsock VSOCK`, answered as ctl_client_ready is. */
+int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
+		    const char **why);
 
 #endif

@@ -20,6 +20,8 @@ enum ctl_op {
 	CTL_OP_COMMIT = 3,  /* after a pause's OK: the snapshot is in place, end */
 	CTL_OP_ABORT = 4,   /* after a pause's OK: it is not, go on running */
 	CTL_OP_READY = 5,   /* wait until the guest agent is freshened: OK, else FAILED */
+	CTL_OP_SUSPEND = 6, /* the vCPUs and the I/O thread stop where they are: OK */
+	CTL_OP_RESUME = 7,  /* they go on: OK (also when not suspended) */
 };
 
 enum ctl_status {

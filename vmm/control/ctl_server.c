@@ -359,6 +359,27 @@ static void answer_ready(struct ctl_server *s, int fd)
 		reply(fd, &r, CTL_ST_FAILED, "the guest agent is not ready");
 }
 
+/* SUSPEND, RESUME (a container's pause): the guest stops where it is, its
+ * devices' work with it, and later goes on. Twice is the same as once. */
+static void suspend(struct ctl_server *s, int fd, bool stop)
+{
+	struct ctl_reply r = { 0 };
+
+	if (stop && !s->suspended) {
+		if (vm_quiesce(s->vm)) {
+			reply(fd, &r, CTL_ST_FAILED, "the VM ended");
+			return;
+		}
+		s->suspended = true;
+		log_info("control socket: suspended");
+	} else if (!stop && s->suspended) {
+		vm_unquiesce(s->vm);
+		s->suspended = false;
+		log_info("control socket: resumed");
+	}
+	reply(fd, &r, CTL_ST_OK, stop ? "suspended" : "running");
+}
+
 /* One client: one request. True when the VM ends. */
 static bool serve(struct ctl_server *s, int fd)
 {
@@ -382,6 +403,10 @@ static bool serve(struct ctl_server *s, int fd)
 		answer_ready(s, fd);
 		return false;
 	}
+	if (!bad && (req.op == CTL_OP_SUSPEND || req.op == CTL_OP_RESUME)) {
+		suspend(s, fd, req.op == CTL_OP_SUSPEND);
+		return false;
+	}
 	if (bad ||
 	    (req.op != CTL_OP_PAUSE && req.op != CTL_OP_FORK &&
 	     errmsg_why(&why, -EINVAL, "no pause to commit or abort")) ||
@@ -394,6 +419,12 @@ static bool serve(struct ctl_server *s, int fd)
 	fds.memory = got[0];
 	fds.overlay = got[1];
 	fds.state = got[2];
+	if (s->suspended) {
+		/* Its agent cannot be quiesced: nothing in the guest runs. */
+		snapshot_fds_close(&fds);
+		reply(fd, &r, CTL_ST_BUSY, "the VM is suspended: resume it first");
+		return false;
+	}
 	ended = live_save(s, fd, &req, &fds);
 	snapshot_fds_close(&fds);
 	return ended;

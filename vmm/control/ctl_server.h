@@ -24,6 +24,7 @@ struct ctl_server {
 	ino_t sock_ino;
 	pthread_t thread;
 	bool started;
+	bool suspended;             /* SUSPEND'ed (this thread only) */
 	struct vm *vm;
 	struct agent_client *client;
 	int kept_fd;                /* a committed pause's client: open until the process ends */
