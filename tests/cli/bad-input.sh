@@ -3,12 +3,17 @@
 # non-zero exit, never a signal, and leaves nothing behind. Prints TAP.
 # usage: bad-input.sh MAYFLY GOOD_KERNEL
 set -u
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
 mayfly=$1
 good_kernel=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
+
+# A failed point: the first lines of its stderr.
+tap_diag() {
+	sed 's/^/# /' "$tmp/err" | head -5
+}
 
 : > "$tmp/empty"
 head -c 65536 /dev/urandom > "$tmp/garbage"
@@ -24,7 +29,6 @@ install -m 600 /dev/null "$tmp/kvm-root-only"
 expect() {
 	local name=$1 want=$2 pattern=$3
 	shift 4
-	n=$((n + 1))
 	local out="$tmp/out" err="$tmp/err" code
 	# -k: a case that ignores SIGTERM fails (137) instead of hanging the suite.
 	timeout -k 5 20 "$@" > "$out" 2> "$err" < /dev/null
@@ -32,11 +36,10 @@ expect() {
 	local lines
 	lines=$(wc -l < "$err")
 	if [ "$code" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -q -- "$pattern" "$err"; then
-		echo "not ok $n - $name # exit $code (want $want), $lines stderr line(s)"
-		sed 's/^/# /' "$err" | head -5
-		failed=$((failed + 1))
+		fail "exit $code (want $want), $lines stderr line(s)"
+		tap "$name"
 	else
-		echo "ok $n - $name: $(cat "$err")"
+		tap "$name: $(cat "$err")"
 	fi
 }
 
@@ -120,7 +123,6 @@ open(sys.argv[2], "w").close()
 c.recv(1)
 EOF
 mute=$!
-n=$((n + 1))
 for _ in $(seq 100); do [ -S "$tmp/mute-vm.ctl" ] && break; sleep 0.1; done
 # No leak check in this one process: once, LeakSanitizer's stop-the-world
 # at the exit after SIGTERM spun forever (the process running, its tracer
@@ -135,11 +137,10 @@ kill "$mute" 2> /dev/null
 wait "$mute" 2> /dev/null
 if [ "$code" -ne 143 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ] || ! grep -q "interrupted" "$tmp/err" ||
    [ -e "$tmp/mo" ] || ls -d "$tmp"/mo.tmp-* > /dev/null 2>&1; then
-	echo "not ok $n - pause interrupted by SIGTERM # exit $code (want 143)"
-	sed 's/^/# /' "$tmp/err" | head -5
-	failed=$((failed + 1))
+	fail "exit $code (want 143)"
+	tap "pause interrupted by SIGTERM"
 else
-	echo "ok $n - pause interrupted by SIGTERM: $(cat "$tmp/err")"
+	tap "pause interrupted by SIGTERM: $(cat "$tmp/err")"
 fi
 printf 'alice 0123456789abcdef0123\n' > "$tmp/tokens"
 chmod 600 "$tmp/tokens"
@@ -169,4 +170,4 @@ else
 	expect "KVM device not permitted" 4 "no permission" -- \
 		"$mayfly" boot --kernel "$good_kernel" --kvm-device "$tmp/kvm-root-only"
 fi
-[ "$failed" -eq 0 ]
+tap_exit

@@ -21,38 +21,21 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-agent-tests MAYFLY GUESTDIR FILESDIR" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+[ $# -eq 3 ] || usage "run-agent-tests MAYFLY GUESTDIR FILESDIR"
 mayfly=$1
 guestdir=$2
 files=$3
 case_timeout=${E2E_CASE_TIMEOUT:-300}
-image=${MAYFLY_TEST_DATA:-}/agent.ext4
 
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-[ -r "$guestdir/vmlinux" ] || bail "$guestdir/vmlinux is missing (tools/build-guest)"
-[ -n "${MAYFLY_TEST_DATA:-}" ] && [ -r "$image" ] ||
-	bail "no agent image at \$MAYFLY_TEST_DATA/agent.ext4 (tools/build-guest --agent)"
-[ -c /dev/kvm ] || bail "no /dev/kvm here"
+need_mayfly
+need_agent_image
+need_kvm
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/agent-tests.XXXXXX") || bail "mktemp failed"
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-mkdir "$work/guest"
-ln -s "$(cd "$guestdir" && pwd)/vmlinux" "$work/guest/vmlinux"
-ln -s "$image" "$work/guest/agent.ext4"
-MAYFLY_GUEST_DIR=$work/guest
-MAYFLY_CACHE=$work/cache
-export MAYFLY_GUEST_DIR MAYFLY_CACHE
+tap_workdir agent-tests
+agent_guest
 
-n=0
-failed=0
 rc=0
 # vm ARGS...: `mayfly run ARGS`; rc, $work/out (CRs dropped) and $work/err.
 vm() {
@@ -68,19 +51,19 @@ vm() {
 point() {
 	name=$1 want_rc=$2 want_out=$3
 	shift 3
+	args=$*
 	vm "$@"
-	n=$((n + 1))
-	if [ "$rc" = "$want_rc" ] && { [ -z "$want_out" ] || grep -qxF "$want_out" "$work/out"; }; then
-		echo "ok $n - $name"
-		return 0
-	fi
-	echo "not ok $n - $name"
-	echo "#   mayfly run $*"
-	echo "#   exit $rc (wanted $want_rc), wanted a line '$want_out'; stdout, stderr:"
-	tail -n 20 "$work/out" | sed 's/^/#   > /'
-	tail -n 20 "$work/err" | sed 's/^/#   ! /'
-	failed=$((failed + 1))
-	return 1
+	[ "$rc" = "$want_rc" ] && { [ -z "$want_out" ] || grep -qxF "$want_out" "$work/out"; } ||
+		fail "exit $rc (wanted $want_rc), wanted a line '$want_out'"
+	tap "$name"
+}
+# A failed point: the run, why, and the ends of its stdout and stderr.
+tap_why=diag
+tap_diag() {
+	echo "#   mayfly run $args"
+	echo "#   $why; stdout, stderr:"
+	tap_tail 20 "#   > " "$work/out"
+	tap_tail 20 "#   ! " "$work/err"
 }
 
 echo "1..11"
@@ -116,5 +99,4 @@ point "an image imported from an OCI layout boots and runs a command as its conf
 	"new in layer 2: hello oci: /data: 1000" \
 	--rootfs "$MAYFLY_TEST_DATA/oci.ext4" -- sh -c '[ ! -e /data/a ] && [ ! -e /opq/old ] &&
 		[ -e /data/b ] && echo "$(cat /opq/new): $GREETING: $PWD: $(id -u)"'
-[ "$failed" = 0 ] || exit 1
-exit 0
+tap_exit

@@ -23,55 +23,36 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-e2e-tests MAYFLY GUESTDIR JSONCHECK" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail cut tr wc mkfifo mktemp sleep rm seq cmp sha256sum dd stat od
+[ $# -eq 3 ] || usage "run-e2e-tests MAYFLY GUESTDIR JSONCHECK"
 mayfly=$1
 guestdir=$2
 jsoncheck=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 flood=${E2E_FLOOD_LINES:-20000}
 
-# A bare busybox may have its applets only inside the binary.
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail cut tr wc mkfifo mktemp sleep rm seq cmp sha256sum dd stat od; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-
 case $case_timeout$flood in *[!0-9]*) bail "E2E_CASE_TIMEOUT and E2E_FLOOD_LINES must be numbers" ;; esac
 if [ "$case_timeout" -eq 0 ]; then
 	bail "E2E_CASE_TIMEOUT must be more than 0"
 fi
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-for f in vmlinux initramfs.cpio.gz rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
+need_mayfly
+need_guest "$guestdir" vmlinux initramfs.cpio.gz rootfs.ext4
+need_kvm e2e-suite
 
 # The default guest: `mayfly boot` without --kernel boots $MAYFLY_GUEST_DIR/vmlinux
 # with its initramfs.cpio.gz.
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+export MAYFLY_GUEST_DIR="$guestdir"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/e2e-tests.XXXXXX") || bail "mktemp failed"
+tap_workdir e2e-tests
 # mayfly run restores its default snapshot, made on first use in the cache.
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+export MAYFLY_CACHE="$work/cache"
 vm=""
-cleanup() {
+tap_cleanup() {
 	exec 3>&-
 	[ -n "$vm" ] && kill "$vm" 2>/dev/null
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # ---- running mayfly ---------------------------------------------------------
 
@@ -80,6 +61,7 @@ trap 'exit 130' INT TERM
 cmd=""
 rc=0
 diag_shown=0
+tap_stdout=$work/txt   # what want_line reads
 runs=0
 ready_us=""
 
@@ -194,37 +176,14 @@ boot_console() {
 	after_run "$start"
 }
 
-# ---- checks and TAP ---------------------------------------------------------
+# ---- checks and TAP (tap.sh) -------------------------------------------------
 
-n=0
-failed=0
-fails=""   # why the current point fails, "; "-separated; empty = it passes
-
-fail() {
-	fails="${fails:+$fails; }$*"
-}
-
-want_rc() {
-	[ "$rc" -eq "$1" ] && return
-	case $rc in
-	124 | 137 | 143) fail "timed out after ${case_timeout}s (exit $rc), want exit $1" ;;
-	*) fail "mayfly exited $rc, want $1" ;;
-	esac
-}
-
-# want_line LINE: stdout has exactly this line.
-want_line() {
-	grep -qxF -- "$1" "$work/txt" || fail "stdout lacks the line \"$1\""
-}
+tap_reasons=all   # a failed point names every check that failed
+tap_timeouts="mayfly exited"
 
 # want_out_re ERE: stdout has a line matching ERE.
 want_out_re() {
 	grep -qE -- "$1" "$work/txt" || fail "stdout lacks /$1/"
-}
-
-# want_err_re ERE: stderr has a line matching ERE (case-insensitive).
-want_err_re() {
-	grep -qiE -- "$1" "$work/err" || fail "stderr lacks /$1/"
 }
 
 # want_status N: the guest's init reported "mayfly: exit status N" (the last one;
@@ -238,33 +197,13 @@ want_status() {
 	fi
 }
 
-# show FILE: its last 30 lines, printable, as TAP diagnostics.
+# A failed point shows its run (once): the command, its exit status, and the
+# last 30 lines of its stdout and stderr.
 show() {
-	tail -n 30 "$1" | tr -d '\r' | cut -c 1-200 | tr -c '\n\040-\176' '?' | sed 's/^/#     /'
+	tail -n 30 "$1" | tr -d '\r' | tap_printable
 }
-
-diag() {
-	[ "$diag_shown" = 1 ] && return
-	diag_shown=1
-	echo "#   command: $cmd"
-	echo "#   exit status: $rc"
-	echo "#   stdout (last 30 lines):"
-	show "$work/out"
-	echo "#   stderr (last 30 lines):"
-	show "$work/err"
-}
-
-# tap DESCRIPTION: report the checks made since the last point.
-tap() {
-	n=$((n + 1))
-	if [ -z "$fails" ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1 # $fails"
-		failed=$((failed + 1))
-		diag
-	fi
-	fails=""
+tap_diag() {
+	tap_run_diag " (last 30 lines)"
 }
 
 # ---- the cases --------------------------------------------------------------
@@ -625,11 +564,8 @@ want_rc 143
 tap "the VM behind --vsock stops on SIGTERM and removes its socket"
 
 if [ "$flood" -eq 0 ]; then
-	n=$((n + 1))
-	echo "ok $n - a flood of guest output arrives whole # SKIP E2E_FLOOD_LINES=0 (nested harness: see tests/e2e/e2e-suite)"
-	echo "1..$n"
-	[ "$failed" -eq 0 ] || exit 1
-	exit 0
+	tap_skip "a flood of guest output arrives whole" "E2E_FLOOD_LINES=0 (nested harness: see tests/e2e/e2e-suite)"
+	tap_end
 fi
 boot --init-cmd "seq 1 $flood"
 seq 1 "$flood" >"$work/want"
@@ -646,6 +582,4 @@ want_status 0
 want_rc 0
 tap "a flood of guest output (seq 1 $flood) arrives whole and in order, the VM does not hang"
 
-echo "1..$n"
-[ "$failed" -eq 0 ] || exit 1
-exit 0
+tap_end

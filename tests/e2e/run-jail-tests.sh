@@ -16,80 +16,39 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-jail-tests MAYFLY GUESTDIR JSONCHECK" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat readlink ls cut id cmp stat chmod dd
+[ $# -eq 3 ] || usage "run-jail-tests MAYFLY GUESTDIR JSONCHECK"
 mayfly=$1
 guestdir=$2
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cat readlink ls cut id cmp stat chmod dd; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-[ -c /dev/kvm ] || bail "no /dev/kvm here"
+need_mayfly
+need_kvm
 [ "$(id -u)" = 0 ] || bail "the jail tests need root (the hosting-provider case)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
-work=$(mktemp -d "${TMPDIR:-/tmp}/jail-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+export MAYFLY_GUEST_DIR="$guestdir"
+tap_workdir jail-tests
+export MAYFLY_CACHE="$work/cache"
 bg=""
-cleanup() {
+tap_cleanup() {
 	[ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 have_cgroup=0
 grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts && have_cgroup=1
 
-n=0
-failed=0
-why=""
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		echo "# $why"
-		for f in "$work/err" "$work/out"; do
-			[ -s "$f" ] && tail -n 15 "$f" | sed 's/^/#   /'
-		done
-		failed=$((failed + 1))
-	fi
-	why=""
+# A failed point: its reason on a line of its own, then the last lines of the
+# last run's stderr and stdout.
+tap_why=diag
+tap_diag() {
+	echo "# $why"
+	tap_tail 15 "#   " "$work/err" "$work/out"
 }
-fail() { [ -z "$why" ] && why=$*; }
 
 # status_field PID FIELD: the value of FIELD in /proc/PID/status, tabs as spaces.
 status_field() {
 	sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" 2>/dev/null | tr '\t' ' '
-}
-
-# named NAME: the pids of the processes called NAME (busybox has no pgrep).
-named() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^Name:[[:space:]]*//p' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done
-}
-
-# children_of PID: the pids whose parent is PID.
-children_of() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done
 }
 
 # wait_for_vm BGPID: wait until a mayfly process runs jailed (its uid dropped;
@@ -242,7 +201,7 @@ if [ -n "$vm" ]; then
 		[ "$(cat "$d/cpu.max" 2>/dev/null)" = "50000 100000" ] || fail "cpu.max $(cat "$d/cpu.max" 2>&1)"
 		tap "the VM's cgroup: memory.max = RAM + overlay + 256 MiB, pids.max 17, cpu.max from --cpu-quota 50"
 	else
-		echo "ok $((n = n + 1)) - # SKIP no cgroup2 at /sys/fs/cgroup"
+		tap_skip "" "no cgroup2 at /sys/fs/cgroup"
 	fi
 fi
 
@@ -441,5 +400,4 @@ rc=$?
 grep -q -- '--no-jail' "$work/err" || fail "no warning line about --no-jail"
 tap "--no-jail runs unjailed and says so"
 
-echo "1..$n"
-[ $failed = 0 ]
+tap_end

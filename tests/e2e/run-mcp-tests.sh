@@ -15,58 +15,30 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-mcp-tests MAYFLY GUESTDIR MCPCLIENT" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date
+[ $# -eq 3 ] || usage "run-mcp-tests MAYFLY GUESTDIR MCPCLIENT"
 mayfly=$1
 guestdir=$2
 client=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cp cat date; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-for f in vmlinux rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
+need_mayfly
+need_guest "$guestdir" vmlinux rootfs.ext4
 [ -x "$client/node" ] && [ -r "$client/client.mjs" ] && [ -r "$client/client2.mjs" ] &&
 	[ -r "$client/checks.mjs" ] ||
 	bail "$client lacks node, client.mjs, client2.mjs or checks.mjs"
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+need_kvm e2e-suite
+export MAYFLY_GUEST_DIR="$guestdir"
 case $mayfly in /*) ;; *) mayfly=$(pwd)/$mayfly ;; esac
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/mcp-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+tap_workdir mcp-tests
+export MAYFLY_CACHE="$work/cache"
 
-n=0
-failed=0
-why=""
-fail() {
-	[ -n "$why" ] || why=$*
-}
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $* # $why"
-		sed 's/^/# stderr: /' "$work/err" 2>/dev/null | tail -n 8
-		failed=$((failed + 1))
-	fi
-	why=""
+# A failed point: the last lines of the last run's stderr.
+tap_diag() {
+	tap_tail 8 "# stderr: " "$work/err"
 }
 
 # mf ARGS...: mayfly ARGS with stdin from /dev/null (or $work/in when MF_IN=1),
@@ -78,12 +50,6 @@ mf() {
 	timeout -k 5 "$case_timeout" "$mayfly" "$@" <"$in" >"$work/out" 2>"$work/err"
 	rc=$?
 	secs=$(($(date +%s) - t0))
-}
-want_rc() {
-	[ "$rc" -eq "$1" ] || fail "exit $rc, want $1"
-}
-has() {   # has FILE TEXT: a fixed string in FILE
-	grep -qF -- "$2" "$1" || fail "$(basename "$1") lacks '$2': $(head -c 300 "$1")"
 }
 
 # ---- mayfly run --audit, mayfly audit verify ---------------------------------
@@ -218,5 +184,4 @@ mf audit verify "$work/sdk2.log"
 want_rc 0
 tap "sdk2: the 2026-07-28 calls are audited under the client's name (from _meta), the chain intact"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_end

@@ -25,42 +25,26 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-net-tests MAYFLY GUESTDIR FILESDIR" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+[ $# -eq 3 ] || usage "run-net-tests MAYFLY GUESTDIR FILESDIR"
 mayfly=$1
 guestdir=$2
 files=$3
 case_timeout=${E2E_CASE_TIMEOUT:-300}
 attempts=${NET_E2E_ATTEMPTS:-2000}
-image=${MAYFLY_TEST_DATA:-}/agent.ext4
 
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-[ -r "$guestdir/vmlinux" ] || bail "$guestdir/vmlinux is missing (tools/build-guest)"
-[ -n "${MAYFLY_TEST_DATA:-}" ] && [ -r "$image" ] ||
-	bail "no agent image at \$MAYFLY_TEST_DATA/agent.ext4 (tools/build-guest --agent)"
-[ -c /dev/kvm ] || bail "no /dev/kvm here"
+need_mayfly
+need_agent_image
+need_kvm
 [ "$(id -u)" = 0 ] || bail "the HTTPS server listens on port 443: run as root (the harness's L1 is)"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/net-tests.XXXXXX") || bail "mktemp failed"
+tap_workdir net-tests
 pids=""
-cleanup() {
+tap_cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-mkdir "$work/guest"
-ln -s "$(cd "$guestdir" && pwd)/vmlinux" "$work/guest/vmlinux"
-ln -s "$image" "$work/guest/agent.ext4"
-MAYFLY_GUEST_DIR=$work/guest
-MAYFLY_CACHE=$work/cache
-export MAYFLY_GUEST_DIR MAYFLY_CACHE
+agent_guest
 
 # The harness's L1 leaves lo down: a bind to 127.0.0.1 works, a connect does not
 # (ENETUNREACH). Up, as any host has it.
@@ -75,8 +59,6 @@ pids="$pids $!"
 sleep 1
 kill -0 $pids 2>/dev/null || bail "netserve did not start: $(cat "$work"/netserve-*.err)"
 
-n=0
-failed=0
 rc=0
 verb=run       # the mayfly command vm() runs (words), and its stdin
 vm_in=/dev/null
@@ -90,34 +72,31 @@ vm() {
 	echo "# timing: $(echo "$s $e" | awk '{ printf "%.1f", $2 - $1 }') s: mayfly $verb $*"
 }
 # point NAME WANT_RC ARGS... -- CMD: `mayfly run ARGS -- CMD` exits WANT_RC; then
-# each `want LINE` / `want_err TEXT` after it checks stdout / stderr.
+# each `want LINE` / `want_err TEXT` after it checks stdout / stderr, and
+# tap "$name" reports the point.
 point() {
 	name=$1 want_rc=$2
 	shift 2
 	vm "$@"
-	n=$((n + 1))
-	ok=1
-	why=""
-	[ "$rc" = "$want_rc" ] || { ok=0; why="exit $rc, wanted $want_rc"; }
+	[ "$rc" = "$want_rc" ] || why="exit $rc, wanted $want_rc"
+}
+# fail REASON: one more reason the point fails, after "; " (the first one too).
+fail() {
+	why="$why; $*"
 }
 want() {
-	grep -qxF -- "$1" "$work/out" || { ok=0; why="$why; no stdout line '$1'"; }
+	grep -qxF -- "$1" "$work/out" || fail "no stdout line '$1'"
 }
 want_in() {
-	grep -qF -- "$1" "$work/out" || { ok=0; why="$why; stdout lacks '$1'"; }
+	grep -qF -- "$1" "$work/out" || fail "stdout lacks '$1'"
 }
 want_err() {
-	grep -qF -- "$1" "$work/err" || { ok=0; why="$why; stderr lacks '$1'"; }
+	grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1'"
 }
-done_point() {
-	if [ "$ok" = 1 ]; then
-		echo "ok $n - $name"
-		return
-	fi
-	echo "not ok $n - $name # $why"
-	tail -n 20 "$work/out" | sed 's/^/#   > /'
-	tail -n 20 "$work/err" | sed 's/^/#   ! /'
-	failed=$((failed + 1))
+# A failed point: the ends of the last run's stdout and stderr.
+tap_diag() {
+	tap_tail 20 "#   > " "$work/out"
+	tap_tail 20 "#   ! " "$work/err"
 }
 
 allow="--allow-net files.test:443 --allow-net files.test:8080 --allow-net 127.0.0.1 --resolve files.test:127.0.0.1"
@@ -131,8 +110,8 @@ point "no --allow-net: only lo, no proxy, nothing reachable" 0 \
 want "lo"
 want "proxy=[]"
 want "curl=7"
-[ "$(grep -c . "$work/out")" = 3 ] || { ok=0; why="$why; an interface besides lo"; }
-done_point
+[ "$(grep -c . "$work/out")" = 3 ] || fail "an interface besides lo"
+tap "$name"
 
 # shellcheck disable=SC2086
 point "an allowed name and port over HTTPS and plain HTTP, curl through the proxy" 0 $allow \
@@ -141,7 +120,7 @@ point "an allowed name and port over HTTPS and plain HTTP, curl through the prox
 want "http://127.0.0.1:3128"
 want "netserve /hello"
 want "netserve /plain"
-done_point
+tap "$name"
 
 # shellcheck disable=SC2086
 point "a name or port not allowed is refused with the reason" 0 $allow \
@@ -151,13 +130,13 @@ want_in "mayfly: other.test port 8080 is not allowed by any --allow-net rule"
 want_in "mayfly: files.test port 8081 is not allowed by any --allow-net rule"
 want_in "403"
 want_err "net: refused"
-done_point
+tap "$name"
 
 point "a name resolving to 127.0.0.1 is refused unless a rule names 127.0.0.1" 0 \
 	--allow-net files.test:8080 --resolve files.test:127.0.0.1 \
 	-- sh -c 'curl -sS -m 30 http://files.test:8080/x'
 want_in "mayfly: files.test resolves to 127.0.0.1 (loopback), which no --allow-net rule names"
-done_point
+tap "$name"
 
 # shellcheck disable=SC2086
 point "a TLS server name other than the CONNECT host is refused" 0 $allow --put "$ca" \
@@ -168,7 +147,7 @@ point "a TLS server name other than the CONNECT host is refused" 0 $allow --put 
 want "s_client=1"
 want "verified"
 want_err "TLS server name evil.test differs from the CONNECT host"
-done_point
+tap "$name"
 
 # shellcheck disable=SC2086
 point "hostile: $attempts attempts, a 1 MiB CONNECT line, a client that never reads; the host holds" 0 \
@@ -179,8 +158,8 @@ want "long line: 431"
 want "stalled reader: host alive"
 want "netserve /after"
 lines=$(wc -l <"$work/err")
-[ "$lines" -lt 200 ] || { ok=0; why="$why; $lines stderr lines: the log is not rate-limited"; }
-done_point
+[ "$lines" -lt 200 ] || fail "$lines stderr lines: the log is not rate-limited"
+tap "$name"
 
 # shellcheck disable=SC2086
 point "python (pip's urllib) and git take the proxy from the environment" 0 $allow \
@@ -188,7 +167,7 @@ point "python (pip's urllib) and git take the proxy from the environment" 0 $all
 		git ls-remote http://other.test:8080/repo.git 2>&1 | grep -o "403" | head -n 1'
 want "netserve /py"
 want "403"
-done_point
+tap "$name"
 
 # ---- beyond run: snapshot create, a restore, mcp -------------------------------
 # Rules are each run's own, never saved: snapshot create's serve its --setup
@@ -199,8 +178,8 @@ verb="snapshot create"
 point "snapshot create --allow-net: a --setup command reaches the allowed server" 0 $allow \
 	--setup 'curl -sS -m 30 http://files.test:8080/setup | tee /root/setup.txt' --out "$snap"
 want_err "netserve /setup"
-[ -f "$snap/state" ] || { ok=0; why="$why; no snapshot in $snap"; }
-done_point
+[ -f "$snap/state" ] || fail "no snapshot in $snap"
+tap "$name"
 
 verb=run
 # shellcheck disable=SC2086
@@ -208,7 +187,7 @@ point "a restored run with --allow-net reaches the allowed server" 0 --snapshot 
 	-- sh -c 'cat /root/setup.txt; curl -sS -m 30 http://files.test:8080/restored'
 want "netserve /setup"
 want "netserve /restored"
-done_point
+tap "$name"
 
 point "a restored run without --allow-net reaches nothing, its snapshot's rules notwithstanding" 0 \
 	--snapshot "$snap" -- sh -c 'echo "proxy=[$HTTP_PROXY]"; curl -sS -m 5 -x http://127.0.0.1:3128 \
@@ -217,7 +196,7 @@ point "a restored run without --allow-net reaches nothing, its snapshot's rules 
 want "proxy=[]"
 want "curl=7"
 want "direct=7"
-done_point
+tap "$name"
 
 cat >"$work/mcp.in" <<'JSON'
 {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"net","version":"1"}}}
@@ -230,16 +209,13 @@ vm_in=$work/mcp.in
 point "mcp --allow-net: its sandbox reaches the allowed server, not another" 0 $allow
 want_in "netserve /mcp"
 want_in "other.test port 8080 is not allowed by any --allow-net rule"
-done_point
+tap "$name"
 verb=run
 vm_in=/dev/null
 
 # The broker (forked before the jail, keeping the host's network) runs under its
 # own seccomp filter, as the jail's uid, with no_new_privs.
-n=$((n + 1))
 name="the network broker runs filtered (Seccomp 2), unprivileged, no_new_privs"
-ok=1
-why=""
 # shellcheck disable=SC2086
 timeout -k 5 "$case_timeout" "$mayfly" run $allow -- sleep 30 </dev/null >"$work/out" 2>"$work/err" &
 bg=$!
@@ -253,17 +229,16 @@ while [ -z "$broker" ] && [ "$i" -lt 90 ] && kill -0 "$bg" 2>/dev/null; do
 	i=$((i + 1))
 done
 if [ -z "$broker" ]; then
-	ok=0
 	why="no mayfly-broker process while the run lived"
 else
-	grep -q "^Seccomp:[[:space:]]*2$" "$broker/status" || { ok=0; why="$why; $(grep Seccomp: "$broker/status")"; }
-	grep -q "^NoNewPrivs:[[:space:]]*1$" "$broker/status" || { ok=0; why="$why; no NoNewPrivs"; }
-	grep -q "^Uid:[[:space:]]*65534[[:space:]]" "$broker/status" || { ok=0; why="$why; $(grep Uid: "$broker/status")"; }
+	grep -q "^Seccomp:[[:space:]]*2$" "$broker/status" || fail "$(grep Seccomp: "$broker/status")"
+	grep -q "^NoNewPrivs:[[:space:]]*1$" "$broker/status" || fail "no NoNewPrivs"
+	grep -q "^Uid:[[:space:]]*65534[[:space:]]" "$broker/status" || fail "$(grep Uid: "$broker/status")"
 fi
 kill "$bg" 2>/dev/null
 wait "$bg"
-grep -q "seccomp: the broker" "$work/err" && { ok=0; why="$why; the broker made a forbidden call"; }
-done_point
+grep -q "seccomp: the broker" "$work/err" && fail "the broker made a forbidden call"
+tap "$name"
 
 # shellcheck disable=SC2086
 point "SOCKS5 on the proxy's port: an allowed name is reached, another refused by the rules" 0 \
@@ -273,7 +248,7 @@ point "SOCKS5 on the proxy's port: an allowed name is reached, another refused b
 want "netserve /socks"
 want_in "refused: curl"
 want_err "net: refused SOCKS5 other.test port 8080"
-done_point
+tap "$name"
 
 # pip and git trust the test CA the way a user points them at a private one.
 pipgit='--put '"$ca"' --env PIP_CERT=/root/ca.pem --env GIT_SSL_CAINFO=/root/ca.pem'
@@ -287,7 +262,7 @@ point "pip installs from an HTTPS index and git clones over HTTPS, through the p
 		$git_cmd && cat /tmp/repo/README"
 want "pip 42"
 want "cloned through mayfly's proxy"
-done_point
+tap "$name"
 
 # The same two with port 443 not allowed: each fails, naming the refusal (pip
 # logs a connection error only at -vv: by default it says "No matching
@@ -302,15 +277,12 @@ want "403 Forbidden"
 want_in "CONNECT tunnel failed, response 403"
 want "git=128"
 want_err "files.test port 443 is not allowed by any --allow-net rule"
-done_point
+tap "$name"
 
 # boot --allow-net --audit (what serve runs for a sandbox with rules when its
 # own log is on): each connection attempt of the VM is a line in the log's one
 # hash chain, allowed and refused alike, with the VM's id.
-n=$((n + 1))
 name="boot --allow-net --audit: each connection attempt is an audit line; the chain verifies"
-ok=1
-why=""
 log=$work/net-audit.jsonl
 sock=$work/boot.sock
 rm -f "$log"
@@ -325,18 +297,17 @@ while [ ! -S "$sock" ] && [ "$i" -lt 300 ] && kill -0 "$bg" 2>/dev/null; do
 done
 timeout -k 5 "$case_timeout" "$mayfly" exec --vsock "$sock" -- sh -c \
 	'curl -sS -m 30 http://files.test:8080/audited; curl -sS -m 30 http://other.test:8080/x >/dev/null 2>&1; echo "curl=$?"' \
-	>"$work/out" 2>"$work/err" || { ok=0; why="exec failed"; }
+	>"$work/out" 2>"$work/err" || why="exec failed"
 kill -TERM "$bg" 2>/dev/null
 wait "$bg"
 want "netserve /audited"
 grep -q '"sandbox":"netaudit".*"host":"files.test".*"outcome":"allowed"' "$log" 2>/dev/null ||
-	{ ok=0; why="$why; no allowed files.test record"; }
+	fail "no allowed files.test record"
 grep -q '"host":"other.test".*"outcome":"refused"' "$log" 2>/dev/null ||
-	{ ok=0; why="$why; no refused other.test record"; }
+	fail "no refused other.test record"
 "$mayfly" audit verify "$log" >/dev/null 2>"$work/verify.err" ||
-	{ ok=0; why="$why; audit verify: $(cat "$work/verify.err")"; }
+	fail "audit verify: $(cat "$work/verify.err")"
 [ -n "$why" ] && tail -n 5 "$work/boot.err" >>"$work/err"
-done_point
+tap "$name"
 
-[ "$failed" = 0 ] || exit 1
-exit 0
+tap_exit

@@ -16,63 +16,36 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-pause-tests MAYFLY GUESTDIR TOOL" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat ls cut id stat awk
+[ $# -eq 3 ] || usage "run-pause-tests MAYFLY GUESTDIR TOOL"
 mayfly=$1
 guestdir=$2
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cat ls cut id stat awk; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-[ -c /dev/kvm ] || bail "no /dev/kvm here"
+need_mayfly
+need_kvm
 [ "$(id -u)" = 0 ] || bail "the pause tests run as root (jailed VMs, the service's case)"
 rootfs=$guestdir/rootfs.ext4
 [ -r "$rootfs" ] || bail "$rootfs is missing (tools/build-guest)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
-work=$(mktemp -d "${TMPDIR:-/tmp}/pause-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+export MAYFLY_GUEST_DIR="$guestdir"
+tap_workdir pause-tests
+export MAYFLY_CACHE="$work/cache"
 vms=""
-cleanup() {
+tap_cleanup() {
 	for v in $vms; do
 		kill -9 "$v" 2>/dev/null
 	done
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-n=0
-failed=0
-why=""
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		echo "# $why"
-		for f in "$work/err" "$work/out" "$work"/boot-*.err; do
-			[ -s "$f" ] && tail -n 8 "$f" | sed "s|^|#   $(basename "$f"): |"
-		done
-		failed=$((failed + 1))
-	fi
-	why=""
+# A failed point: its reason on a line of its own, then the last lines of the
+# last run's stderr and stdout and of each VM's stderr, each with its file's name.
+tap_why=diag
+tap_diag() {
+	echo "# $why"
+	tap_tail -n 8 "#   " "$work/err" "$work/out" "$work"/boot-*.err
 }
-fail() { [ -z "$why" ] && why=$*; }
 
 # now_ms: milliseconds since boot (10 ms steps: /proc/uptime).
 now_ms() {
@@ -114,25 +87,6 @@ pause() {
 	rc=$?
 	took_ms=$(( $(now_ms) - s ))
 	sed -n 's/.*info: \(paused\|forked\) into .*; /# /p' "$work/err"
-}
-
-want_rc() {
-	[ "$rc" -eq "$1" ] || fail "exit $rc, want $1"
-}
-
-# mayfly processes (the supervisors and the jailed VMs).
-named_mayfly() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^Name:[[:space:]]*//p' "$d/status" 2>/dev/null)" = mayfly ] && echo "${d#/proc/}"
-	done
-}
-
-# vm_of_socket NAME: the pid of the jailed VM process (uid 65534) serving NAME.sock:
-# the child of the supervisor $1.
-jailed_child() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done | head -n 1
 }
 
 # kib PID FIELD: a smaps_rollup field of PID in KiB.
@@ -267,7 +221,7 @@ tot=0
 priv=0
 cnt=0
 for k in $kids; do
-	p=$(jailed_child "$k")
+	p=$(children_of "$k" | head -n 1)   # the jailed VM process of supervisor $k
 	v=$(kib "${p:-0}" Pss)
 	pc=$(kib "${p:-0}" Private_Clean)
 	pd=$(kib "${p:-0}" Private_Dirty)
@@ -294,7 +248,7 @@ i=0
 left="x"
 while [ -n "$left" ] && [ $i -lt 100 ]; do
 	left=""
-	[ -n "$(named_mayfly)" ] && left="$left process"
+	[ -n "$(named mayfly)" ] && left="$left process"
 	ls -d /run/mayfly/jail-* >/dev/null 2>&1 && left="$left jail-directory"
 	ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 && left="$left cgroup"
 	ls "$work"/*.sock "$work"/*.sock.ctl >/dev/null 2>&1 && left="$left socket"
@@ -305,6 +259,4 @@ done
 [ -z "$left" ] || fail "left behind:$left"
 tap "nothing left behind: process, jail directory, cgroup, socket, temporary file"
 
-echo "1..$n"
-[ "$failed" -eq 0 ] || exit 1
-exit 0
+tap_end

@@ -20,72 +20,41 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-release-tests MAYFLY GUESTDIR TOOLS" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat kill cut id sort httpd dd
+[ $# -eq 3 ] || usage "run-release-tests MAYFLY GUESTDIR TOOLS"
 mayfly=$1
 guestdir=$2
 tools=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cat kill cut id sort httpd dd; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
+need_mayfly
 [ -x "$tools/serve-client" ] && [ -x "$tools/jsoncheck" ] || bail "$tools lacks serve-client or jsoncheck"
-for f in vmlinux initramfs.cpio.gz rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
+need_guest "$guestdir" vmlinux initramfs.cpio.gz rootfs.ext4
+need_kvm e2e-suite
 [ "$(id -u)" = 0 ] || bail "the release tour runs as root (jailed VMs, the default)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+export MAYFLY_GUEST_DIR="$guestdir"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/release-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+tap_workdir release-tests
+export MAYFLY_CACHE="$work/cache"
 client=$tools/serve-client
 pids=""
 made_hosts=""
-cleanup() {
+tap_cleanup() {
 	for p in $pids; do
 		kill -KILL "$p" 2>/dev/null
 	done
 	[ -n "$made_hosts" ] && rm -f /etc/hosts
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-n=0
-failed=0
-why=""
-fail() {
-	[ -n "$why" ] || why=$*
+# A failed point shows the last lines of every stderr since the last point;
+# each point starts with none.
+tap_diag() {
+	tap_tail -n 6 "# " "$work"/*.err
 }
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $* # $why"
-		for f in "$work"/*.err; do
-			[ -s "$f" ] && tail -n 6 "$f" | sed "s|^|# $(basename "$f"): |"
-		done
-		failed=$((failed + 1))
-	fi
+tap_after() {
 	rm -f "$work"/*.err
-	why=""
-}
-want_rc() {
-	[ "$rc" -eq "$1" ] || fail "exit $rc, want $1"
 }
 # A release filter that lacks a call glibc makes ends the process with
 # this line (exit 159): the failure this suite exists to catch.
@@ -101,19 +70,6 @@ mf() {
 	shift
 	timeout -k 5 "$case_timeout" "$mayfly" "$@" </dev/null >"$work/$name.out" 2>"$work/$name.err"
 	rc=$?
-}
-has() {   # has FILE TEXT
-	grep -qF -- "$2" "$1" 2>/dev/null || fail "$(basename "$1") lacks '$2': $(head -c 300 "$1" 2>/dev/null)"
-}
-children_of() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done
-}
-named() {   # named COMM: every process of that name
-	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done
 }
 # vm_pids PID: the jailed VM process of the mayfly started as PID (the jail
 # supervisor's child that is neither the approver's spawner nor the broker).
@@ -410,6 +366,4 @@ want_rc 0
 no_sigsys
 tap "serve --pool 1 --audit --approve: a sandbox created, an exec, a fork whose child answers, a delete; SIGTERM drains (exit 0)"
 
-echo "1..$n"
-[ $failed -eq 0 ] || exit 1
-exit 0
+tap_end

@@ -13,73 +13,33 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-seccomp-tests MAYFLY GUESTDIR MAYFLY_SELFTEST" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat kill cut id readlink sort
+[ $# -eq 3 ] || usage "run-seccomp-tests MAYFLY GUESTDIR MAYFLY_SELFTEST"
 mayfly=$1
 guestdir=$2
 selftest=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cat kill cut id readlink sort; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
+need_mayfly
 [ -x "$selftest" ] || bail "$selftest is missing or not executable"
-for f in vmlinux initramfs.cpio.gz rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+need_guest "$guestdir" vmlinux initramfs.cpio.gz rootfs.ext4
+need_kvm e2e-suite
+export MAYFLY_GUEST_DIR="$guestdir"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/seccomp-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+tap_workdir seccomp-tests
+export MAYFLY_CACHE="$work/cache"
 bg=""
-trap 'if [ -n "$bg" ]; then kill -KILL "$bg" 2>/dev/null; fi; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-
-n=0
-failed=0
-why=""
-fail() {
-	[ -n "$why" ] || why=$*
-}
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $* # $why"
-		sed 's/^/# stderr: /' "$work/err" 2>/dev/null | tail -n 8
-		failed=$((failed + 1))
-	fi
-	why=""
+tap_cleanup() {
+	if [ -n "$bg" ]; then kill -KILL "$bg" 2>/dev/null; fi
 }
 
-# mf ARGS...: mayfly ARGS, stdout in $work/out, stderr in $work/err, status in $rc.
-mf() {
-	timeout -k 5 "$case_timeout" "$mayfly" "$@" </dev/null >"$work/out" 2>"$work/err"
-	rc=$?
-}
-want_rc() {
-	[ "$rc" -eq "$1" ] || fail "exit $rc, want $1"
+# A failed point: the last lines of the last run's stderr.
+tap_diag() {
+	tap_tail 8 "# stderr: " "$work/err"
 }
 
-# children_of PID: the pids whose parent is PID (busybox has no pgrep).
-children_of() {
-	for d in /proc/[0-9]*; do
-		[ "$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
-	done
-}
 
 # comm PID: a process's (or task's) name.
 comm() {
@@ -343,6 +303,4 @@ killed io run --cold -- true
 killed agent run --cold -- true
 killed snapshot snapshot create --out "$work/snap2"
 
-echo "1..$n"
-[ $failed -eq 0 ] || exit 1
-exit 0
+tap_end

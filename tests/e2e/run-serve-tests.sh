@@ -15,72 +15,46 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-serve-tests MAYFLY GUESTDIR TOOLS" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat
+[ $# -eq 3 ] || usage "run-serve-tests MAYFLY GUESTDIR TOOLS"
 mayfly=$1
 guestdir=$2
 tools=$3
 cycles=${E2E_SERVE_CYCLES:-25}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
-for f in vmlinux rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
+need_mayfly
+need_guest "$guestdir" vmlinux rootfs.ext4
 [ -x "$tools/serve-client" ] && [ -x "$tools/jsoncheck" ] || bail "$tools lacks serve-client or jsoncheck"
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+need_kvm e2e-suite
+export MAYFLY_GUEST_DIR="$guestdir"
 case $mayfly in /*) ;; *) mayfly=$(pwd)/$mayfly ;; esac
 case $tools in /*) ;; *) tools=$(pwd)/$tools ;; esac
 client=$tools/serve-client
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serve-tests.XXXXXX") || bail "mktemp failed"
-MAYFLY_CACHE=$work/cache
-export MAYFLY_CACHE
+tap_workdir serve-tests
+export MAYFLY_CACHE="$work/cache"
 state=$work/state
 sock=$work/api.sock
 token=e2e-token-0123456789abcdef
 printf '# the test client\nalice %s\n' "$token" >"$work/tokens"
 chmod 600 "$work/tokens"
 spid=""
-cleanup() {
+tap_cleanup() {
 	[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-n=0
-failed=0
-why=""
-fail() {
-	[ -n "$why" ] || why=$*
-}
+# Each point starts with a line of its time (the runner's budget is tight); a
+# failed point shows the service's last lines.
 t_last=$(date +%s)
-tap() {
-	n=$((n + 1))
+tap_before() {
 	t_now=$(date +%s)
-	echo "# $((t_now - t_last)) s"   # the point's time: the runner's budget is tight
+	echo "# $((t_now - t_last)) s"
 	t_last=$t_now
-	if [ -z "$why" ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $* # $why"
-		tail -n 5 "$work/serve.err" 2>/dev/null | sed 's/^/# service: /'
-		failed=$((failed + 1))
-	fi
-	why=""
+}
+tap_diag() {
+	tap_tail 5 "# service: " "$work/serve.err"
 }
 
 # req METHOD URL [serve-client options...]: the status in $st, the body in $work/body.
@@ -92,9 +66,6 @@ req() {
 }
 want() {
 	[ "$st" = "$1" ] || fail "$m $u: status $st, want $1: $(head -c 300 "$work/body")"
-}
-has() {   # has FILE TEXT
-	grep -qF -- "$2" "$1" || fail "$(basename "$1") lacks '$2': $(head -c 300 "$1")"
 }
 # The id of the sandbox in $work/body.
 id_of() {
@@ -496,6 +467,4 @@ wait "$spid"
 spid=""
 tap "a restarted service cleans what the killed one left"
 
-echo "1..$n"
-[ "$failed" -eq 0 ] || exit 1
-exit 0
+tap_end

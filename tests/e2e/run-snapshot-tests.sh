@@ -14,62 +14,29 @@
 
 set -u
 
-if [ $# -ne 3 ]; then
-	echo "usage: run-snapshot-tests MAYFLY GUESTDIR SNAPEDIT" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cmp sha256sum dd od cp stat date
+[ $# -eq 3 ] || usage "run-snapshot-tests MAYFLY GUESTDIR SNAPEDIT"
 mayfly=$1
 guestdir=$2
 snapedit=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head tail tr wc mktemp sleep rm cmp sha256sum dd od cp stat date; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
+need_mayfly
 for f in vmlinux bzImage rootfs.ext4; do
 	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
 done
-[ -c /dev/kvm ] || bail "no /dev/kvm here (e2e-suite runs these tests in the nested harness instead)"
-MAYFLY_GUEST_DIR=$guestdir
-export MAYFLY_GUEST_DIR
+need_kvm e2e-suite
+export MAYFLY_GUEST_DIR="$guestdir"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/snapshot-tests.XXXXXX") || bail "mktemp failed"
-trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+tap_workdir snapshot-tests
 
-n=0
-failed=0
-why=""
-fail() {
-	[ -n "$why" ] || why=$*
-}
-tap() {
-	n=$((n + 1))
-	if [ -z "$why" ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $* # $why"
-		sed 's/^/# stderr: /' "$work/err" 2>/dev/null | tail -n 8
-		failed=$((failed + 1))
-	fi
-	why=""
+# A failed point: the last lines of the last run's stderr.
+tap_diag() {
+	tap_tail 8 "# stderr: " "$work/err"
 }
 
-# mf ARGS...: mayfly ARGS, stdout in $work/out, stderr in $work/err, status in $rc.
-mf() {
-	timeout -k 5 "$case_timeout" "$mayfly" "$@" </dev/null >"$work/out" 2>"$work/err"
-	rc=$?
-}
-want_rc() {
-	[ "$rc" -eq "$1" ] || fail "exit $rc, want $1"
-}
 want_out() {
 	grep -qxF -- "$1" "$work/out" || fail "stdout lacks the line '$1'"
 }
@@ -265,5 +232,4 @@ grep -q "the snapshot's disk-vda file was cut short" "$work/cutdisk.err" ||
 [ ! -e "$sock" ] || fail "the VM's socket $sock was left behind"
 tap "a disk-vda file cut short while its VM runs: the VM ends, exit 7, one line naming the cause"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

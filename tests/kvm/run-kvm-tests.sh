@@ -19,43 +19,28 @@
 
 set -u
 
-if [ $# -lt 2 ] || [ $# -gt 4 ]; then
-	echo "usage: run-kvm-tests MAYFLY GUESTDIR [SNAPSHOT_ROUNDTRIP [VM_CYCLES]]" >&2
-	exit 2
-fi
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head cut tr wc mkfifo mktemp sleep rm sha256sum cp dd mkdir
+[ $# -ge 2 ] && [ $# -le 4 ] || usage "run-kvm-tests MAYFLY GUESTDIR [SNAPSHOT_ROUNDTRIP [VM_CYCLES]]"
 mayfly=$1
 guests=$2
 snaptest=${3:-}
 cycles=${4:-}
 case_timeout=${KVM_CASE_TIMEOUT:-60}
 
-# A bare busybox may have its applets only inside the binary.
-if command -v busybox >/dev/null 2>&1; then
-	for tool in timeout grep sed head cut tr wc mkfifo mktemp sleep rm sha256sum cp dd mkdir; do
-		command -v "$tool" >/dev/null 2>&1 || eval "$tool() { busybox $tool \"\$@\"; }"
-	done
-fi
-
-bail() {
-	echo "Bail out! $*"
-	exit 3
-}
-
-[ -x "$mayfly" ] || bail "mayfly binary $mayfly is missing or not executable"
+need_mayfly
 [ -z "$snaptest" ] || [ -x "$snaptest" ] || bail "snapshot test $snaptest is missing or not executable"
 [ -z "$cycles" ] || [ -x "$cycles" ] || bail "vm-cycles test $cycles is missing or not executable"
 [ -d "$guests" ] || bail "guest directory $guests is missing"
-[ -c /dev/kvm ] || bail "no /dev/kvm here (kvm-suite runs these tests in the nested harness instead)"
+need_kvm kvm-suite
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/kvm-tests.XXXXXX") || bail "mktemp failed"
+tap_workdir kvm-tests
 reader=""
 # shellcheck disable=SC2317 # called by the trap
-cleanup() {
+tap_cleanup() {
 	[ -n "$reader" ] && kill "$reader" 2>/dev/null
-	rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # ---- running mayfly ---------------------------------------------------------
 
@@ -129,36 +114,13 @@ snap() {
 	rc=$?
 }
 
-# ---- checks and TAP ---------------------------------------------------------
+# ---- checks and TAP (tap.sh) -------------------------------------------------
 
-n=0
-failed=0
-fails=""   # why the current point fails, "; "-separated; empty = it passes
-
-fail() {
-	fails="${fails:+$fails; }$*"
-}
-
-want_rc() {
-	[ "$rc" -eq "$1" ] && return
-	case $rc in
-	124|137|143) fail "timed out after ${case_timeout}s (exit $rc), want exit $1" ;;
-	*) fail "got exit $rc, want $1" ;;
-	esac
-}
+tap_reasons=all   # a failed point names every check that failed
+tap_timeouts="got exit"
 
 want_out() {
 	grep -qF -- "$1" "$work/out" || fail "stdout lacks \"$1\""
-}
-
-# want_line LINE: stdout has exactly this line.
-want_line() {
-	grep -qxF -- "$1" "$work/out" || fail "stdout lacks the line \"$1\""
-}
-
-# want_err_re ERE: stderr has a line matching ERE (case-insensitive).
-want_err_re() {
-	grep -qiE -- "$1" "$work/err" || fail "stderr lacks /$1/"
 }
 
 # want_err_lines_at_most MAX FIXED-STRING
@@ -167,33 +129,13 @@ want_err_lines_at_most() {
 	[ "$count" -le "$1" ] || fail "$count stderr lines mention $2, want at most $1"
 }
 
-# show FILE: its first 40 lines, printable, as TAP diagnostics.
+# A failed point shows its run (once): the command, its exit status, and the
+# first 40 lines of its stdout and stderr.
 show() {
-	head -n 40 "$1" | cut -c 1-200 | tr -c '\n\040-\176' '?' | sed 's/^/#     /'
+	head -n 40 "$1" | tap_printable
 }
-
-diag() {
-	[ "$diag_shown" = 1 ] && return
-	diag_shown=1
-	echo "#   command: $cmd"
-	echo "#   exit status: $rc"
-	echo "#   stdout:"
-	show "$work/out"
-	echo "#   stderr:"
-	show "$work/err"
-}
-
-# tap DESCRIPTION: report the checks made since the last point.
-tap() {
-	n=$((n + 1))
-	if [ -z "$fails" ]; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1 # $fails"
-		failed=$((failed + 1))
-		diag
-	fi
-	fails=""
+tap_diag() {
+	tap_run_diag
 }
 
 # ---- the cases --------------------------------------------------------------
@@ -357,6 +299,4 @@ if [ -n "$cycles" ]; then
 		-e 's/^vm-cycles: new mapping/# vm-cycles: new mapping/p' "$work/out"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ] || exit 1
-exit 0
+tap_end
