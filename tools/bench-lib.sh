@@ -7,16 +7,20 @@
 #
 #   . "$(dirname "$0")/bench-lib.sh"
 #   bench_init NAME DEFAULT_RUNS "$@"   cd to the tree; $runs from the one argument
+#   bench_number NAME VALUE MIN [MAX]   a number setting checked (else exit 2)
 #   bench_build [--guest]       install-deps, build-release; --guest: the guest too
 #   bench_payload FILE...       $payload: a temporary dir (removed on exit) with FILEs
+#                               and bench-payload.sh (rc, fail: for bench.sh)
 #   bench_static NAME SRC       a static program in the payload (goes into guests)
 #   bench_initrd PROG...        $payload/initrd.img: the guest's initramfs + /bin/PROG
 #   bench_run [--with-qemu] [--timeout SEC] [--data DIR]
 #                               run $payload/bench.sh; its lines in $payload/results
 #
 # Variables set: bench_name, runs, build (build-release), guest (with --guest),
-# payload, where (a phrase for the tables), bench_rc (bench.sh's or the harness's
-# exit status). Raw lines of the run go to stderr; the benchmark's table to stdout.
+# payload, where (a phrase for the tables), bench_note (for the tables: what
+# numbers from the nested harness mean; empty elsewhere), bench_rc (bench.sh's
+# or the harness's exit status). Raw lines of the run go to stderr; the
+# benchmark's table to stdout.
 
 set -euo pipefail
 
@@ -27,8 +31,18 @@ bench_init() {
 	runs=${3:-$2}
 	[ $# -le 3 ] || bench_die "usage: tools/$bench_name [RUNS]" 2
 	cd "$(dirname "${BASH_SOURCE[0]}")/.."
-	[[ $runs =~ ^[0-9]+$ && $runs -ge 1 ]] || bench_die "RUNS must be a positive number" 2
+	bench_number RUNS "$runs" 1
 	build="build-release"
+}
+
+# bench_number NAME VALUE MIN [MAX]: VALUE (the setting NAME) is a whole number
+# from MIN to MAX; else "NAME must be MIN-MAX" (without MAX: "NAME must be a
+# positive number"), exit 2.
+bench_number() {
+	local name=$1 value=$2 min=$3 max=${4:-}
+	[[ $value =~ ^[0-9]+$ && $value -ge $min && ( -z $max || $value -le $max ) ]] && return
+	[[ -z $max ]] || bench_die "$name must be $min-$max" 2
+	bench_die "$name must be a positive number" 2
 }
 
 bench_say() { echo "$bench_name: $*" >&2; }
@@ -61,11 +75,21 @@ bench_build() {
 
 # bench_payload FILE...: $payload, a fresh directory removed when the script exits,
 # holding FILEs (symlinks followed): what is copied to the machine that runs bench.sh.
+# Also bench-payload.sh, what bench.sh scripts share: `. ./bench-payload.sh` gives
+# rc=0 (bench.sh ends with exit $rc) and fail WHY (a "failed WHY" line for the
+# benchmark's parser; rc=1).
 bench_payload() {
 	payload=$(mktemp -d "${TMPDIR:-/tmp}/$bench_name.XXXXXX")
 	# shellcheck disable=SC2064  # $payload is fixed from here on
 	trap "rm -rf '$payload'" EXIT
 	[ $# -eq 0 ] || cp -L "$@" "$payload/"
+	cat > "$payload/bench-payload.sh" <<'SH'
+rc=0
+fail() {
+	echo "failed $*"
+	rc=1
+}
+SH
 }
 
 # bench_static NAME SRC: SRC compiled into $payload/NAME, static (a guest has no
@@ -117,13 +141,17 @@ bench_run() {
 	done
 	chmod +x "$payload/bench.sh"
 	bench_rc=0
+	# shellcheck disable=SC2034  # bench_note: for the benchmarks' tables
 	if bench_kvm_direct; then
 		where="this host's /dev/kvm"
+		bench_note=""
 		bench_say "running on $where"
 		(cd "$payload" && MAYFLY_TEST_DATA=$data ./bench.sh) 2>&1 | tee "$payload/results" >&2 ||
 			bench_rc=$?
 	else
 		where="the nested harness (QEMU TCG emulating AMD-V; absolute times are emulated)"
+		bench_note="In the nested harness the guest runs under KVM inside a TCG-emulated host: absolute
+numbers mean nothing for real hosts; only the ratios, same harness run, say something."
 		bench_say "no /dev/kvm here that runs Linux guests and QEMU; running inside the nested harness"
 		tools/harness/run "${harness_args[@]}" --timeout "$timeout_s" "$payload" -- ./bench.sh 2>&1 |
 			tee "$payload/results" >&2 || bench_rc=$?
