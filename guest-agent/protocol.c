@@ -247,7 +247,63 @@ int proto_exec_encode(struct proto_writer *w, uint32_t id, const struct proto_ex
 	proto_put_u32(w, e->envc);
 	for (i = 0; i < e->envc && !w->error; i++)
 		proto_put_str(w, e->envp[i]);
+	if (e->flags & PROTO_EXEC_ROOT) {
+		if (!proto_exec_root_valid(e))
+			return -EINVAL;
+		proto_put_str(w, e->root);
+		proto_put_u32(w, e->uid);
+		proto_put_u32(w, e->gid);
+		proto_put_u32(w, e->umask);
+		proto_put_u32(w, e->ngroups);
+		for (i = 0; i < e->ngroups; i++)
+			proto_put_u32(w, e->groups[i]);
+	}
 	return proto_end(w);
+}
+
+bool proto_path_canonical(const char *path)
+{
+	const char *p = path, *end;
+	size_t n;
+
+	if (path[0] != '/' || strnlen(path, PROTO_MAX_PATH) >= PROTO_MAX_PATH)
+		return false;
+	if (path[1] == '\0')
+		return true;
+	/* Each component after a '/': not empty (no "//", no '/' at the end),
+	 * not "." and not "..". */
+	for (p = path + 1;; p = end + 1) {
+		end = strchrnul(p, '/');
+		n = (size_t)(end - p);
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (*end == '\0')
+			return true;
+	}
+}
+
+bool proto_exec_root_valid(const struct proto_exec *e)
+{
+	if (!proto_path_canonical(e->root) || e->uid == UINT32_MAX || e->gid == UINT32_MAX ||
+	    e->umask > 0777 || e->ngroups > PROTO_MAX_GROUPS)
+		return false;
+	for (uint32_t i = 0; i < e->ngroups; i++)
+		if (e->groups[i] == UINT32_MAX)
+			return false;
+	return true;
+}
+
+/* PROTO_EXEC_ROOT's fields, after the lists: read into e, then checked. */
+static bool exec_read_root(struct proto_reader *r, struct proto_exec *e)
+{
+	if (!proto_get_str(r, e->root, sizeof(e->root)) || !proto_get_u32(r, &e->uid) ||
+	    !proto_get_u32(r, &e->gid) || !proto_get_u32(r, &e->umask) ||
+	    !proto_get_u32(r, &e->ngroups) || e->ngroups > PROTO_MAX_GROUPS)
+		return false;
+	for (uint32_t i = 0; i < e->ngroups; i++)
+		if (!proto_get_u32(r, &e->groups[i]))
+			return false;
+	return proto_exec_root_valid(e);
 }
 
 /* One string list: count, then count byte strings, each checked for NUL and,
@@ -310,7 +366,8 @@ int proto_exec_decode(const struct proto_frame *f, struct proto_exec *e)
 	 * are bounded by the payload (256 KiB) and 2 x PROTO_MAX_ARGS: no overflow. */
 	lists = r;
 	if (!exec_scan_list(&r, 1, false, &e->argc, &bytes) ||
-	    !exec_scan_list(&r, 0, true, &e->envc, &bytes) || !proto_done(&r))
+	    !exec_scan_list(&r, 0, true, &e->envc, &bytes) ||
+	    ((e->flags & PROTO_EXEC_ROOT) && !exec_read_root(&r, e)) || !proto_done(&r))
 		goto err_proto;
 
 	ptrs = ((size_t)e->argc + 1 + e->envc + 1) * sizeof(char *);

@@ -26,6 +26,7 @@
 #define PROTO_AGENT_PORT   1024                /* the agent's vsock port */
 #define PROTO_MAX_ARGS     1024                /* argv and env entries each */
 #define PROTO_MAX_PATH     4096
+#define PROTO_MAX_GROUPS   64                  /* EXEC's supplementary groups (PROTO_EXEC_ROOT) */
 #define PROTO_SEED_MIN     16                  /* FRESHEN's seed, bytes */
 #define PROTO_SEED_MAX     64
 
@@ -72,6 +73,12 @@ enum proto_type {
 /* PROTO_EXEC flags */
 #define PROTO_EXEC_PTY    1u    /* run on a pseudo-terminal: stdout carries both streams */
 #define PROTO_EXEC_STDIN  2u    /* the host will send STDIN frames; else stdin is /dev/null */
+/* The payload goes on with {str root, u32 uid, u32 gid, u32 umask, u32 ngroups,
+ * ngroups x u32}: the process is chrooted into root (a container's root file
+ * system) and runs as exactly that user. An agent that predates the bit finds
+ * bytes left over and refuses the frame: it never runs such a process
+ * unchrooted. */
+#define PROTO_EXEC_ROOT   4u
 
 /* PROTO_FILE_WRITE flags */
 #define PROTO_WRITE_CREATE 1u   /* create if missing */
@@ -168,21 +175,40 @@ struct proto_exec {
 	char **argv;                 /* argc entries + NULL */
 	char **envp;                 /* envc entries "K=V" + NULL */
 	char *strings;               /* one allocation behind argv/envp */
+	/* With PROTO_EXEC_ROOT only (else root "" and the rest 0): */
+	char root[PROTO_MAX_PATH];   /* canonical absolute path (proto_path_canonical) */
+	uint32_t uid, gid;           /* not (uint32_t)-1: setuid's "unchanged" */
+	uint32_t umask;              /* 0 to 0777 */
+	uint32_t ngroups;            /* 0 to PROTO_MAX_GROUPS */
+	uint32_t groups[PROTO_MAX_GROUPS];   /* the supplementary groups, exactly */
 };
 /* Encode: {u32 flags, u32 timeout_ms, u16 rows, u16 cols, str cwd,
- *          u32 argc, argc x str, u32 envc, envc x str}.
+ *          u32 argc, argc x str, u32 envc, envc x str}, and with
+ *          PROTO_EXEC_ROOT in flags {str root, u32 uid, u32 gid, u32 umask,
+ *          u32 ngroups, ngroups x u32}.
  * w->buf and w->cap name the buffer; the frame is built from w->buf on (a
  * frame already begun there is rebuilt). Reads flags, timeout_ms, rows, cols,
- * cwd, argc, argv, envc, envp (not strings). Returns the frame's total
- * length, or -EMSGSIZE. The same holds for proto_stat_encode. */
+ * cwd, argc, argv, envc, envp (not strings), and the root fields with
+ * PROTO_EXEC_ROOT. Returns the frame's total length, or -EMSGSIZE, or
+ * -EINVAL for root fields the decoder would refuse (proto_exec_root_valid).
+ * proto_stat_encode is used the same way (the length or -EMSGSIZE). */
 int proto_exec_encode(struct proto_writer *w, uint32_t id, const struct proto_exec *e);
 /* Decode and validate (f->type PROTO_EXEC, argc 1..PROTO_MAX_ARGS, envc <=
  * PROTO_MAX_ARGS, each env entry "K=V" with a non-empty K, cwd shorter than
- * PROTO_MAX_PATH, no NUL inside a string, no trailing bytes). 0, -EPROTO, or
+ * PROTO_MAX_PATH, no NUL inside a string, with PROTO_EXEC_ROOT the root
+ * fields as proto_exec_root_valid says, no trailing bytes). 0, -EPROTO, or
  * -ENOMEM. On success the caller owns e->strings: proto_exec_free. On failure
  * nothing is left allocated. */
 int proto_exec_decode(const struct proto_frame *f, struct proto_exec *e);
 void proto_exec_free(struct proto_exec *e);
+/* True when path is absolute and canonical, shorter than PROTO_MAX_PATH:
+ * "/", or "/" followed by components separated by single '/', none of them
+ * empty, "." or "..", and no '/' at the end. */
+bool proto_path_canonical(const char *path);
+/* True when e's root fields are what PROTO_EXEC_ROOT allows: root canonical
+ * (proto_path_canonical), uid and gid (and each group) not (uint32_t)-1,
+ * umask at most 0777, ngroups at most PROTO_MAX_GROUPS. */
+bool proto_exec_root_valid(const struct proto_exec *e);
 
 /* PROTO_STAT_RESULT */
 struct proto_stat {

@@ -15,13 +15,20 @@
 #include <unistd.h>
 
 /* What failed in the child before the program ran (status pipe stage). */
-enum spawn_stage { STAGE_SETUP = 1, STAGE_TTY = 2, STAGE_CHDIR = 3, STAGE_EXEC = 4 };
+enum spawn_stage {
+	STAGE_SETUP = 1, STAGE_TTY = 2, STAGE_CHDIR = 3, STAGE_EXEC = 4, STAGE_CHROOT = 5,
+	STAGE_USER = 6,
+};
+
+/* PROTO_EXEC_ROOT's groups go to setgroups as they are. */
+_Static_assert(sizeof(gid_t) == sizeof(uint32_t), "gid_t is 32 bits");
 
 const char *spawn_stage_name(uint32_t stage)
 {
 	static const char *const names[] = {
 		[STAGE_SETUP] = "setting up stdio", [STAGE_TTY] = "taking the terminal",
-		[STAGE_CHDIR] = "chdir", [STAGE_EXEC] = "execve",
+		[STAGE_CHDIR] = "chdir", [STAGE_EXEC] = "execve", [STAGE_CHROOT] = "chroot",
+		[STAGE_USER] = "setting the user (setgroups, setgid, setuid)",
 	};
 
 	return stage < sizeof(names) / sizeof(names[0]) && names[stage] ? names[stage] : "exec";
@@ -122,17 +129,34 @@ static void __attribute__((noreturn)) child_run(const struct proto_exec *e, char
 	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
 		for (int fd = 3; fd < 1024; fd++)
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (e->flags & PROTO_EXEC_ROOT) {
+		/* A container's root: the cwd, PATH's directories and the program
+		 * are looked up inside it from here on. */
+		if (chroot(e->root) < 0 || chdir("/") < 0)
+			child_fail(fds->st, STAGE_CHROOT, errno);
+		home = "/";
+	}
 	if (e->cwd[0]) {
 		if (chdir(e->cwd) < 0)
 			child_fail(fds->st, STAGE_CHDIR, errno);
 	} else if (chdir(home) < 0 && chdir("/") < 0) {
 		child_fail(fds->st, STAGE_CHDIR, errno);
 	}
-	umask(022);
-	/* The image's USER: groups first, while still allowed to change them. */
-	if (a->defaults.has_user &&
-	    (setgroups(0, NULL) < 0 || setgid(a->defaults.gid) < 0 || setuid(a->defaults.uid) < 0))
-		child_fail(fds->st, STAGE_SETUP, errno);
+	if (e->flags & PROTO_EXEC_ROOT) {
+		/* The request's user, exactly: groups first, while still allowed
+		 * to change them; the image's defaults do not apply. */
+		umask((mode_t)e->umask);
+		if (setgroups(e->ngroups, (const gid_t *)e->groups) < 0 || setgid(e->gid) < 0 ||
+		    setuid(e->uid) < 0)
+			child_fail(fds->st, STAGE_USER, errno);
+	} else {
+		umask(022);
+		/* The image's USER: groups first, while still allowed to change them. */
+		if (a->defaults.has_user &&
+		    (setgroups(0, NULL) < 0 || setgid(a->defaults.gid) < 0 ||
+		     setuid(a->defaults.uid) < 0))
+			child_fail(fds->st, STAGE_SETUP, errno);
+	}
 	child_fail(fds->st, STAGE_EXEC, exec_search(e->argv, envp));
 }
 

@@ -1,6 +1,7 @@
 /* test_protocol.c - the agent protocol codec: round trips, limits, and hostile bytes that must never be accepted or crash it. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,6 +342,157 @@ Test(protocol, exec_cwd_at_the_path_limit)
 	cr_assert_eq(proto_exec_decode(&f, &e), -EPROTO);
 }
 
+/* EXEC of "id" with PROTO_EXEC_ROOT and root, 1000:1001, umask 027 and
+ * ngroups groups (10, 11, ...), encoded into buf; the frame's length or the
+ * encoder's error. */
+static int root_frame(const char *root, uint32_t ngroups)
+{
+	char *argv[] = { "id" };
+	struct proto_exec e = { .flags = PROTO_EXEC_ROOT | PROTO_EXEC_STDIN, .argc = 1,
+				.argv = argv, .uid = 1000, .gid = 1001, .umask = 027,
+				.ngroups = ngroups };
+	struct proto_writer w = { .buf = buf, .cap = sizeof(buf) };
+
+	snprintf(e.root, sizeof(e.root), "%s", root);
+	for (uint32_t i = 0; i < ngroups && i < PROTO_MAX_GROUPS; i++)
+		e.groups[i] = 10 + i;
+	return proto_exec_encode(&w, 9, &e);
+}
+
+Test(protocol, exec_root_round_trip)
+{
+	struct proto_exec e;
+	struct proto_frame f = decode_ok(buf, root_frame("/run/mayfly/rootfs", 3));
+
+	cr_assert_eq(proto_exec_decode(&f, &e), 0);
+	cr_assert_eq(e.flags, PROTO_EXEC_ROOT | PROTO_EXEC_STDIN);
+	cr_assert_str_eq(e.argv[0], "id");
+	cr_assert_str_eq(e.root, "/run/mayfly/rootfs");
+	cr_assert(e.uid == 1000 && e.gid == 1001 && e.umask == 027);
+	cr_assert_eq(e.ngroups, 3);
+	cr_assert(e.groups[0] == 10 && e.groups[1] == 11 && e.groups[2] == 12);
+	proto_exec_free(&e);
+	/* "/" itself, no groups, and every group the limit allows. */
+	f = decode_ok(buf, root_frame("/", 0));
+	cr_assert_eq(proto_exec_decode(&f, &e), 0);
+	cr_assert(!strcmp(e.root, "/") && e.ngroups == 0);
+	proto_exec_free(&e);
+	f = decode_ok(buf, root_frame("/a", PROTO_MAX_GROUPS));
+	cr_assert_eq(proto_exec_decode(&f, &e), 0);
+	cr_assert_eq(e.groups[PROTO_MAX_GROUPS - 1], 10 + PROTO_MAX_GROUPS - 1);
+	proto_exec_free(&e);
+	/* Without the bit, nothing of it is on the wire, and the decoder says so. */
+	f = decode_ok(buf, exec_frame(1, (char *[]){ "id" }, 1, NULL, 0, ""));
+	cr_assert_eq(proto_exec_decode(&f, &e), 0);
+	cr_assert(e.root[0] == '\0' && e.uid == 0 && e.ngroups == 0);
+	proto_exec_free(&e);
+}
+
+Test(protocol, canonical_paths)
+{
+	static const char *const good[] = { "/", "/a", "/run/mayfly/rootfs", "/a/.b/..c/b..", "/ /x" };
+	static const char *const bad[] = { "", "a", "a/b", "./a", "//", "/a/", "/a//b", "/.", "/..",
+					   "/a/.", "/a/../b", "/a/./b", "/../a" };
+	char longest[PROTO_MAX_PATH + 1];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert(proto_path_canonical(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(proto_path_canonical(bad[i]), "'%s'", bad[i]);
+	memset(longest, 'a', sizeof(longest));
+	longest[0] = '/';
+	longest[PROTO_MAX_PATH - 1] = '\0';
+	cr_assert(proto_path_canonical(longest), "4095 bytes");
+	longest[PROTO_MAX_PATH - 1] = 'a';
+	longest[PROTO_MAX_PATH] = '\0';
+	cr_assert_not(proto_path_canonical(longest), "4096 bytes");
+}
+
+/* A ROOT frame's fields, each of which a test may get wrong. */
+struct raw_root {
+	bool no_flag;                /* the fields, but not PROTO_EXEC_ROOT */
+	const char *root;
+	uint32_t uid, gid, umask;
+	uint32_t ngroups;            /* the count on the wire */
+	uint32_t given;              /* the groups that follow it: 10, 11, ... */
+	uint32_t minus_one_at;       /* 1-based: this group is (uint32_t)-1; 0: none */
+};
+
+/* EXEC of "id" with r's root fields, written field by field into buf. */
+static struct proto_frame root_frame_raw(struct raw_root r)
+{
+	struct proto_writer w;
+
+	proto_begin(&w, buf, sizeof(buf), PROTO_EXEC, 1);
+	proto_put_u32(&w, r.no_flag ? 0 : PROTO_EXEC_ROOT);
+	proto_put_u32(&w, 0);
+	proto_put_u16(&w, 0);
+	proto_put_u16(&w, 0);
+	proto_put_str(&w, "");
+	proto_put_u32(&w, 1);
+	proto_put_str(&w, "id");
+	proto_put_u32(&w, 0);
+	proto_put_str(&w, r.root);
+	proto_put_u32(&w, r.uid);
+	proto_put_u32(&w, r.gid);
+	proto_put_u32(&w, r.umask);
+	proto_put_u32(&w, r.ngroups);
+	for (uint32_t i = 0; i < r.given; i++)
+		proto_put_u32(&w, i + 1 == r.minus_one_at ? UINT32_MAX : 10 + i);
+	return decode_ok(buf, proto_end(&w));
+}
+
+#define REFUSED(why, ...) do { \
+		struct proto_frame rf_ = root_frame_raw((struct raw_root){ __VA_ARGS__ }); \
+		cr_assert_eq(proto_exec_decode(&rf_, &e), -EPROTO, why); \
+		cr_assert_null(e.strings); \
+		cr_assert_eq(e.root[0], '\0'); \
+	} while (0)
+
+Test(protocol, exec_root_refuses_each_bad_field)
+{
+	const uint32_t M = UINT32_MAX;
+	static const char *const bad_roots[] = { "", "relative", "/a/../b", "/a/", "//" };
+	struct proto_exec e;
+	struct proto_frame f;
+	/* "/r" (4 + 2 bytes), uid, gid, umask, ngroups, two groups */
+	const uint32_t fields = 4 + 2 + 4 * 4 + 2 * 4;
+	uint32_t full;
+
+	f = root_frame_raw((struct raw_root){ .root = "/r", .umask = 022, .ngroups = 2, .given = 2 });
+	cr_assert_eq(proto_exec_decode(&f, &e), 0, "the well-formed one");
+	proto_exec_free(&e);
+	full = f.payload_len;
+	for (uint32_t n = full - fields; n < full; n++) {
+		f.payload_len = n;
+		cr_assert_eq(proto_exec_decode(&f, &e), -EPROTO, "root fields cut at %u", n);
+	}
+	f.payload_len = full + 1;
+	cr_assert_eq(proto_exec_decode(&f, &e), -EPROTO, "a trailing byte");
+	REFUSED("root fields without the bit", .no_flag = true, .root = "/r");
+	for (size_t i = 0; i < sizeof(bad_roots) / sizeof(bad_roots[0]); i++)
+		REFUSED("a bad root", .root = bad_roots[i]);
+	f = root_frame_raw((struct raw_root){ .root = "/run/Xmayfly" });
+	*(uint8_t *)memchr(f.payload, 'X', f.payload_len) = 0;
+	cr_assert_eq(proto_exec_decode(&f, &e), -EPROTO, "a NUL in root");
+	REFUSED("uid -1", .root = "/r", .uid = M);
+	REFUSED("gid -1", .root = "/r", .gid = M);
+	REFUSED("umask 01000", .root = "/r", .umask = 01000);
+	REFUSED("a group -1", .root = "/r", .ngroups = 6, .given = 6, .minus_one_at = 6);
+	REFUSED("65 groups", .root = "/r", .ngroups = PROTO_MAX_GROUPS + 1,
+		.given = PROTO_MAX_GROUPS + 1);
+	REFUSED("fewer groups than counted", .root = "/r", .ngroups = 3, .given = 2);
+	REFUSED("a huge group count", .root = "/r", .ngroups = M);
+}
+
+Test(protocol, exec_root_encoder_refuses_what_the_decoder_would)
+{
+	cr_assert_eq(root_frame("relative", 0), -EINVAL);
+	cr_assert_eq(root_frame("/a/..", 0), -EINVAL);
+	cr_assert_eq(root_frame("/a", PROTO_MAX_GROUPS + 1), -EINVAL);
+	cr_assert_gt(root_frame("/a", PROTO_MAX_GROUPS), 0);
+}
+
 Test(protocol, decode_needs_the_whole_frame_at_every_cut)
 {
 	struct proto_writer w;
@@ -525,6 +677,8 @@ static void decode_everything(const uint8_t *p, size_t len)
 		cr_assert_null(e.envp[e.envc]);
 		for (uint32_t i = 0; i < e.envc; i++)
 			cr_assert(strchr(e.envp[i], '=') > e.envp[i]);
+		if (e.flags & PROTO_EXEC_ROOT)
+			cr_assert(proto_exec_root_valid(&e));
 		proto_exec_free(&e);
 	}
 	f.type = PROTO_STAT_RESULT;
@@ -564,7 +718,12 @@ Test(protocol, mutated_exec_frames_never_crash)
 
 	cr_assert_gt(n, 0);
 	cr_assert_lt((size_t)n, sizeof(m));
-	for (int iter = 0; iter < 20000; iter++) {
+	for (int iter = 0; iter < 40000; iter++) {
+		/* The second half mutates a frame with PROTO_EXEC_ROOT's fields. */
+		if (iter == 20000) {
+			n = root_frame("/run/mayfly/rootfs", 4);
+			cr_assert_gt(n, 0);
+		}
 		memcpy(m, buf, (size_t)n);
 		for (int k = 1 + rand_r(&seed) % 4; k > 0; k--) {
 			size_t at = PROTO_HEADER_LEN + (size_t)rand_r(&seed) % (size_t)(n - PROTO_HEADER_LEN);
