@@ -15,7 +15,7 @@
 /*
  * Input (tests/fuzz/make-agent-seeds writes the same):
  *
- *   byte 0      what the host does, modulo 9:
+ *   byte 0      what the host does, modulo 10:
  *               0 agent_client_connect (the stream starts with the VMM's
  *                 "OK <port>\n", then the agent's answer to HELLO)
  *               1 session_exec, raw streams   2 session_exec, JSON lines
@@ -24,6 +24,8 @@
  *                 through agent_client_error
  *               6 transfer_get_mem            7 transfer_put_mem (3000 bytes)
  *               8 transfer_list
+ *               9 session_exec in a container's root, as a user with
+ *                 groups (PROTO_EXEC_ROOT), raw streams
  *   bytes 1-2   a limit, little-endian: session_exec's max_output and
  *               transfer_get(_mem)'s max_bytes (0: none)
  *   the rest    everything the agent (or the VMM's front door) sends
@@ -118,15 +120,22 @@ static void do_connect(struct agent_client *c, int host_fd)
 		c->fd = -1;
 }
 
-static void do_exec(struct agent_client *c, bool json, uint16_t limit)
+static void do_exec(struct agent_client *c, bool json, bool in_root, uint16_t limit)
 {
 	static char *argv[] = { "sh", "-c", "echo hi", NULL };
+	static const uint32_t groups[] = { 1000, 27, 100 };
 	struct exec_spec spec;
 	struct exec_result res;
 
 	session_spec_init(&spec);
 	spec.argv = argv;
 	spec.argc = 3;
+	if (in_root) {
+		spec.root = "/run/mayfly/rootfs";
+		spec.uid = spec.gid = 1000;
+		spec.groups = groups;
+		spec.ngroups = 3;
+	}
 	spec.json = json;
 	spec.json_out = json_null;
 	spec.out_fd = spec.err_fd = devnull;
@@ -290,7 +299,7 @@ static void do_recv(struct agent_client *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	uint8_t mode = take8(&c) % 9;
+	uint8_t mode = take8(&c) % 10;
 	uint16_t limit = take16(&c);
 	/* Static: 768 KiB of buffers, not cleared per input (the client
 	 * tracks what it filled). */
@@ -314,8 +323,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	client->rstart = client->rlen = 0;
 	switch (mode) {
 	case 0: do_connect(client, sv[0]); break;
-	case 1: do_exec(client, false, limit); break;
-	case 2: do_exec(client, true, limit); break;
+	case 1: do_exec(client, false, false, limit); break;
+	case 2: do_exec(client, true, false, limit); break;
+	case 9: do_exec(client, false, true, limit); break;
 	case 3: do_get(client, limit); break;
 	case 4: do_put(client); break;
 	case 5: do_recv(client); break;

@@ -559,3 +559,92 @@ Test(session, stdin_is_passed_on_without_waiting_for_more)
 	close(in[0]);
 	close(in[1]);
 }
+
+/* The EXEC the host sent, read from the agent's end and decoded into *e
+ * (the caller frees it); false when the host sent nothing. */
+static bool sent_exec(struct proto_exec *e)
+{
+	static uint8_t buf[PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD];
+	struct proto_frame f;
+	ssize_t n = recv(a.fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n <= 0)
+		return false;
+	cr_assert_eq(proto_frame_decode(buf, (size_t)n, &f), n);
+	cr_assert_eq(f.type, PROTO_EXEC);
+	cr_assert_eq(proto_exec_decode(&f, e), 0);
+	return true;
+}
+
+/* A container's root goes to the agent with its user; without one, the
+ * EXEC is the old encoding (no PROTO_EXEC_ROOT). */
+Test(session, a_root_is_sent_with_its_user_groups_and_umask)
+{
+	static const uint32_t groups[] = { 10, 20, 30 };
+	struct exec_spec spec = spec_for(true_argv);
+	struct exec_result res;
+	struct proto_exec e;
+
+	spec.root = "/run/mayfly/rootfs";
+	spec.uid = 1000;
+	spec.gid = 1001;
+	spec.groups = groups;
+	spec.ngroups = 3;
+	started();
+	exits(PROTO_EXIT_CODE, 0, 0);
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, 0, "%s", res.error);
+	cr_assert(sent_exec(&e));
+	cr_assert_eq(e.flags & PROTO_EXEC_ROOT, PROTO_EXEC_ROOT);
+	cr_assert_str_eq(e.root, "/run/mayfly/rootfs");
+	cr_assert(e.uid == 1000 && e.gid == 1001 && e.umask == 022, "umask %o", e.umask);
+	cr_assert(e.ngroups == 3 && e.groups[0] == 10 && e.groups[2] == 30);
+	proto_exec_free(&e);
+
+	fake_fini(&a);
+	fake_init(&a);
+	spec = spec_for(true_argv);
+	started();
+	exits(PROTO_EXIT_CODE, 0, 0);
+	run(&spec, &res);
+	cr_assert(sent_exec(&e));
+	cr_assert_eq(e.flags & PROTO_EXEC_ROOT, 0);
+	cr_assert_eq(e.root[0], '\0');
+	proto_exec_free(&e);
+}
+
+/* What the agent would refuse (and close the connection for) is refused
+ * here, with the reason, and nothing is sent. */
+Test(session, a_bad_root_or_user_fails_before_anything_is_sent)
+{
+	static uint32_t groups[PROTO_MAX_GROUPS + 1];
+	static const char *const roots[] = { "relative", "/a/../b", "/a/", "" };
+	struct exec_spec spec;
+	struct exec_result res;
+	struct proto_exec e;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		spec = spec_for(true_argv);
+		spec.root = roots[i];
+		run(&spec, &res);
+		cr_assert_eq(res.exit_code, RUN_EXIT_MAYFLY, "root '%s'", roots[i]);
+		cr_assert_not_null(strstr(res.error, "canonical absolute path"), "%s", res.error);
+	}
+	spec = spec_for(true_argv);
+	spec.root = "/r";
+	spec.groups = groups;
+	spec.ngroups = PROTO_MAX_GROUPS + 1;
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, RUN_EXIT_MAYFLY);
+	cr_assert_not_null(strstr(res.error, "at most 64"), "%s", res.error);
+	spec.ngroups = 0;
+	spec.uid = UINT32_MAX;
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, RUN_EXIT_MAYFLY);
+	cr_assert_not_null(strstr(res.error, "out of range"), "%s", res.error);
+	spec.uid = 0;
+	spec.umask = 01000;
+	run(&spec, &res);
+	cr_assert_eq(res.exit_code, RUN_EXIT_MAYFLY);
+	cr_assert_not(sent_exec(&e), "a refused EXEC was sent");
+}

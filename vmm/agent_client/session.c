@@ -40,6 +40,7 @@ void session_spec_init(struct exec_spec *spec)
 	spec->out_fd = STDOUT_FILENO;
 	spec->err_fd = STDERR_FILENO;
 	spec->json_out = stdout;
+	spec->umask = 022;
 }
 
 static void fail(struct exec_result *res, int code, const char *fmt, ...)
@@ -52,6 +53,36 @@ static void fail(struct exec_result *res, int code, const char *fmt, ...)
 	vsnprintf(res->error, sizeof(res->error), fmt, ap);
 	va_end(ap);
 	res->exit_code = code;
+}
+
+/* The root fields of e from spec, checked as the agent will check them:
+ * 0, or -EINVAL with res failed (RUN_EXIT_MAYFLY) and its error saying why. */
+static int exec_root(const struct exec_spec *spec, struct proto_exec *e, struct exec_result *res)
+{
+	e->flags |= PROTO_EXEC_ROOT;
+	if (!proto_path_canonical(spec->root)) {
+		fail(res, RUN_EXIT_MAYFLY, "the command's root '%.100s' is not a canonical absolute "
+		     "path shorter than %d bytes", spec->root, PROTO_MAX_PATH);
+		return -EINVAL;
+	}
+	if (spec->ngroups < 0 || spec->ngroups > PROTO_MAX_GROUPS || (spec->ngroups && !spec->groups)) {
+		fail(res, RUN_EXIT_MAYFLY, "the command has %d supplementary groups, at most %d "
+		     "are allowed", spec->ngroups, PROTO_MAX_GROUPS);
+		return -EINVAL;
+	}
+	strcpy(e->root, spec->root);   /* shorter than PROTO_MAX_PATH: checked above */
+	e->uid = spec->uid;
+	e->gid = spec->gid;
+	e->umask = spec->umask;
+	e->ngroups = (uint32_t)spec->ngroups;
+	if (spec->ngroups)
+		memcpy(e->groups, spec->groups, (size_t)spec->ngroups * sizeof(e->groups[0]));
+	if (!proto_exec_root_valid(e)) {
+		fail(res, RUN_EXIT_MAYFLY, "the command's user, group, groups or umask is out of range "
+		     "(an id of %u is setuid's 'unchanged'; a umask is at most 0777)", UINT32_MAX);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int send_exec(struct session *s)
@@ -68,6 +99,8 @@ static int send_exec(struct session *s)
 	int len;
 
 	snprintf(e.cwd, sizeof(e.cwd), "%s", spec->cwd ? spec->cwd : "");
+	if (spec->root && exec_root(spec, &e, s->res))
+		return -EINVAL;
 	proto_begin(&w, s->c->wbuf, sizeof(s->c->wbuf), PROTO_EXEC, s->id);
 	len = proto_exec_encode(&w, s->id, &e);
 	return len < 0 ? len : agent_client_send(s->c, (size_t)len, spec->deadline_ns);
@@ -410,10 +443,10 @@ void session_exec(struct agent_client *c, const struct exec_spec *spec, struct e
 	SHA256Init(&s.err_sha);
 	s.id = agent_client_id(c);
 	rc = send_exec(&s);
-	if (rc) {
+	if (rc && !res->error[0]) {   /* (a bad root has said why) */
 		fail(res, rc == -ETIMEDOUT ? RUN_EXIT_TIMEOUT : RUN_EXIT_AGENT,
 		     "cannot send the command to the guest agent: %s", strerror(-rc));
-	} else {
+	} else if (!rc) {
 		while (!session_round(&s))
 			;
 	}

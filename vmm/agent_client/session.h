@@ -22,7 +22,16 @@ struct exec_spec {
 	int argc;
 	char **env;                /* "K=V", nenv entries */
 	int nenv;
-	const char *cwd;           /* NULL: the agent's default */
+	const char *cwd;           /* NULL: the agent's default (with root: root's "/") */
+	/* NULL: the VM's own root, as the agent's user (root) or the image's
+	 * USER. Set: a canonical absolute directory in the guest (a container's
+	 * root file system) that CMD is chrooted into, running as exactly uid,
+	 * gid and groups with umask (PROTO_EXEC_ROOT, docs/protocol.md). */
+	const char *root;
+	uint32_t uid, gid;         /* with root; not UINT32_MAX */
+	const uint32_t *groups;    /* with root: the supplementary groups, ngroups */
+	int ngroups;               /* 0 to PROTO_MAX_GROUPS */
+	uint32_t umask;            /* with root: 0 to 0777 (default 022) */
 	int stdin_fd;              /* -1: the command's stdin is /dev/null */
 	uint32_t timeout_ms;       /* the agent kills the command after this; 0: none */
 	bool json;                 /* JSON lines on out instead of raw streams */
@@ -59,12 +68,14 @@ struct exec_result {
 };
 
 /* Defaults for the fields above: no stdin, signals, deadline or limit;
- * stdout, stderr. */
+ * stdout, stderr; no root (umask 022 once one is set). */
 void session_spec_init(struct exec_spec *spec);
 
 /* Run spec through the agent: EXEC, forward stdin, stream the outputs as
  * they come, wait for EXIT. Every frame from the agent is checked; the
- * deadline and pending signals are checked between any two frames. */
+ * deadline and pending signals are checked between any two frames. A root,
+ * user or groups the agent would refuse (proto_exec_root_valid) fail here,
+ * before anything is sent: RUN_EXIT_MAYFLY with the reason. */
 void session_exec(struct agent_client *c, const struct exec_spec *spec, struct exec_result *res);
 
 #endif
