@@ -315,6 +315,38 @@ Test(cli, each_command_takes_only_its_flags)
 	cr_assert(c.run.tty);
 }
 
+/* exec --root DIR --user UID[:GID]: a container's root in the guest. */
+Test(cli, exec_root_and_user)
+{
+	char err[256];
+
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "ls"), CLI_OK, "%s", err);
+	cr_assert_null(c.run.root);
+	cr_assert_not(c.run.has_user);
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "--root", "/run/mayfly/rootfs", "ls"),
+		     CLI_OK, "%s", err);
+	cr_assert_str_eq(c.run.root, "/run/mayfly/rootfs");
+	cr_assert_not(c.run.has_user);
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "--root=/", "--user", "1000", "ls"),
+		     CLI_OK, "%s", err);
+	cr_assert(c.run.has_user && c.run.uid == 1000 && c.run.gid == 0);
+	cr_assert_eq(PARSE(CLI_EXEC, err, "--vsock", "s", "--user=0:4294967294", "--root", "/r",
+			   "ls"), CLI_OK, "%s", err);
+	cr_assert(c.run.uid == 0 && c.run.gid == 4294967294u);
+	EXPECT_ERROR(CLI_EXEC, "--user goes with --root", "--vsock", "s", "--user", "5", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --root 'rel'", "--vsock", "s", "--root", "rel", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --root '/a/../b'", "--vsock", "s", "--root", "/a/../b", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --root '/a/'", "--vsock", "s", "--root", "/a/", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --user '4294967295'", "--vsock", "s", "--root", "/",
+		     "--user", "4294967295", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --user 'x'", "--vsock", "s", "--root", "/", "--user", "1:x", "ls");
+	EXPECT_ERROR(CLI_EXEC, "bad --user ''", "--vsock", "s", "--root", "/", "--user", ":1", "ls");
+	EXPECT_ERROR(CLI_EXEC, "want UID or UID:GID", "--vsock", "s", "--root", "/", "--user",
+		     "12345678901234567890", "ls");
+	/* Only exec: run's VM has no container root (and its --root abbreviates --rootfs). */
+	EXPECT_ERROR(CLI_RUN, "unknown option '--user'", "--user", "1", "ls");
+}
+
 /* cmd's --help text, in buf. */
 static const char *usage_text(enum cli_cmd cmd, char *buf, size_t len)
 {

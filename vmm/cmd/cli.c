@@ -24,7 +24,7 @@ enum opt_id {
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE,
-	O_ALLOW_NET, O_RESOLVE,
+	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER,
 };
 
 struct cli_option {
@@ -82,6 +82,11 @@ static const struct cli_option options[] = {
 	{ "timeout", O_TIMEOUT, C_RUN | C_EXEC, "SEC", "kill CMD after SEC seconds (exit 124)" },
 	{ "env", O_ENV, C_RUN | C_EXEC, "K=V", "environment for CMD (repeatable; PATH has a default)" },
 	{ "cwd", O_CWD, C_RUN | C_EXEC, "DIR", "working directory in the guest (default /root)" },
+	{ "root", O_ROOT, C_EXEC, "DIR", "run CMD chrooted into the guest's directory DIR (a\n"
+	  "container's root, e.g. /run/mayfly/rootfs), as root or\n"
+	  "--user; --cwd is then inside DIR (default its /)" },
+	{ "user", O_USER, C_EXEC, "UID[:GID]", "with --root: run CMD as UID and GID (default 0),\n"
+	  "no supplementary groups" },
 	{ "stdin", O_STDIN, C_RUN | C_EXEC, "FILE|-", "feed CMD's stdin from FILE or from ours" },
 	{ "put", O_PUT, C_RUN, "LOCAL:GUEST", "copy a file into the VM before CMD (repeatable)" },
 	{ "get", O_GET, C_RUN, "GUEST:LOCAL", "copy a file out of the VM after CMD (repeatable);\n"
@@ -338,6 +343,32 @@ static enum cli_result add_disk(struct vm_config *vm, const char *val, char *err
 	return CLI_OK;
 }
 
+/* --user UID[:GID], numbers only: the host cannot read the guest's names. */
+static enum cli_result set_user(struct run_opts *r, const char *val, char *err, size_t errlen)
+{
+	const char *colon = strchr(val, ':');
+	size_t len = colon ? (size_t)(colon - val) : strlen(val);
+	char uid[16];
+	uint64_t n;
+
+	if (len >= sizeof(uid))
+		return fail(err, errlen, "bad --user '%s': want UID or UID:GID", val);
+	memcpy(uid, val, len);
+	uid[len] = '\0';
+	/* (uint32_t)-1 is setuid's "unchanged": never an id. */
+	if (number("user", uid, 0, 0xfffffffeULL, false, &n, err, errlen))
+		return CLI_ERROR;
+	r->uid = (uint32_t)n;
+	r->gid = 0;
+	if (colon) {
+		if (number("user", colon + 1, 0, 0xfffffffeULL, false, &n, err, errlen))
+			return CLI_ERROR;
+		r->gid = (uint32_t)n;
+	}
+	r->has_user = true;
+	return CLI_OK;
+}
+
 /* Split "A:B" at the first (--get: GUEST:LOCAL) or last (--put:
  * LOCAL:GUEST) colon; both halves non-empty, the guest half absolute. */
 static enum cli_result add_file(struct run_opts *r, bool get, char *val, char *err, size_t errlen)
@@ -446,6 +477,13 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		r->env[r->nenv++] = val;
 		return CLI_OK;
 	case O_CWD: r->cwd = val; return CLI_OK;
+	case O_ROOT:
+		if (!proto_path_canonical(val))
+			return fail(err, errlen, "bad --root '%s': want an absolute guest path without "
+				    "'.', '..', '//' or a '/' at the end", val);
+		r->root = val;
+		return CLI_OK;
+	case O_USER: return set_user(r, val, err, errlen);
 	case O_STDIN: r->stdin_path = val; return CLI_OK;
 	case O_PUT: return add_file(r, false, val, err, errlen);
 	case O_GET: return add_file(r, true, val, err, errlen);
@@ -640,6 +678,8 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 			    "with mayfly boot --vsock PATH)");
 	if (c->run.approve_timeout_s != APPROVE_DEFAULT_TIMEOUT_S && !c->run.approve_cmd)
 		return fail(err, errlen, "--approve-timeout goes with --approve CMD");
+	if (c->run.has_user && !c->run.root)
+		return fail(err, errlen, "--user goes with --root DIR (--root / for the guest's own root)");
 	if (c->snapshot && c->cold)
 		return fail(err, errlen, "--snapshot and --cold exclude each other");
 	if (c->snapshot && (c->vm.initrd[0] || c->vm.cmdline[0] || c->vm.cmdline_append[0] ||

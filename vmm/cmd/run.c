@@ -158,6 +158,9 @@ static void spec_from_opts(struct exec_spec *spec, const struct run_opts *o, int
 	spec->env = (char **)o->env;
 	spec->nenv = o->nenv;
 	spec->cwd = o->cwd;
+	spec->root = o->root;
+	spec->uid = o->uid;
+	spec->gid = o->gid;
 	spec->stdin_fd = stdin_fd;
 	spec->json = o->json;
 	spec->timeout_ms = o->timeout_s * 1000;

@@ -30,6 +30,9 @@ struct run_opts {
 	char *env[RUN_MAX_ENV + 1];
 	int nenv;
 	const char *cwd;
+	const char *root;          /* exec --root: chrooted there (canonical absolute), or NULL */
+	bool has_user;             /* exec --user, with --root: */
+	uint32_t uid, gid;         /* run as these (not UINT32_MAX) */
 	const char *stdin_path;    /* "-" for mayfly's stdin */
 	struct run_file puts[RUN_MAX_FILES], gets[RUN_MAX_FILES];
 	int nput, nget;
