@@ -1,5 +1,6 @@
 /* thread.c - starting, kicking and surely joining the VMM's helper threads. */
 #include "lib/thread.h"
+#include "lib/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -100,24 +101,9 @@ void thread_kick(pthread_t thread)
 		pthread_kill(thread, THREAD_KICK_SIGNAL);
 }
 
-/* pthread_timedjoin_np's deadline: CLOCK_REALTIME, ms from now. */
-static struct timespec deadline_in(unsigned ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 bool thread_stop(pthread_t thread, unsigned grace_ms, atomic_bool *give_up)
 {
-	struct timespec deadline = deadline_in(grace_ms);
+	struct timespec deadline = clock_realtime_after_ms(grace_ms);
 	int rc = pthread_timedjoin_np(thread, NULL, &deadline);
 
 	if (rc != ETIMEDOUT)
@@ -125,7 +111,7 @@ bool thread_stop(pthread_t thread, unsigned grace_ms, atomic_bool *give_up)
 	atomic_store(give_up, true);
 	do {
 		thread_kick(thread);
-		deadline = deadline_in(THREAD_KICK_INTERVAL_MS);
+		deadline = clock_realtime_after_ms(THREAD_KICK_INTERVAL_MS);
 		rc = pthread_timedjoin_np(thread, NULL, &deadline);
 	} while (rc == ETIMEDOUT);
 	return false;

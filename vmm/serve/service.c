@@ -653,17 +653,6 @@ static int wait_calls(struct service *svc, const struct timespec *until)
 	}
 }
 
-static void deadline_in(struct timespec *t, unsigned ms)
-{
-	clock_gettime(CLOCK_REALTIME, t);
-	t->tv_sec += ms / 1000;
-	t->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (t->tv_nsec >= 1000000000) {
-		t->tv_sec++;
-		t->tv_nsec -= 1000000000;
-	}
-}
-
 void service_stop(struct service *svc, unsigned grace_ms)
 {
 	struct timespec until;
@@ -675,7 +664,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	pthread_mutex_lock(&svc->lock);
 	svc->stopping = true;
 	pthread_cond_broadcast(&svc->changed);
-	deadline_in(&until, grace_ms);
+	until = clock_realtime_after_ms(grace_ms);
 	wait_calls(svc, &until);
 	pthread_mutex_unlock(&svc->lock);
 	/* Calls still in flight give up now: their VMs are about to go. */
@@ -687,7 +676,7 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
 		if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
 			kill(sb->pid, SIGTERM);
-	deadline_in(&until, SUPERVISE_TERM_GRACE_MS + 10000);
+	until = clock_realtime_after_ms(SUPERVISE_TERM_GRACE_MS + 10000);
 	if (wait_calls(svc, &until))
 		log_warn("serve: calls still in flight after the drain; their VMs are killed");
 	all = svc->list;

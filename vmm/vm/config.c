@@ -100,9 +100,14 @@ int config_copy(struct vm_config *dst, const struct vm_config *src)
 
 bool config_id_valid(const char *id)
 {
+	return config_name_valid(id, CONFIG_ID_MAX);
+}
+
+bool config_name_valid(const char *id, size_t max)
+{
 	size_t n = strlen(id);
 
-	if (n == 0 || n > CONFIG_ID_MAX)
+	if (n == 0 || n > max)
 		return false;
 	for (; *id; id++)
 		if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') ||

@@ -81,6 +81,8 @@ int config_set(const char **field, const char *src, size_t max)
 
 /* 1-32 of [A-Za-z0-9._-]. */
 bool config_id_valid(const char *id);
+/* 1-max of [A-Za-z0-9._-] (a container's id: containerd's, up to 76). */
+bool config_name_valid(const char *name, size_t max);
 
 /* The limits above, for a config that did not come from the command line
  * (a saved one, a service request). 0, or -EINVAL with err set to one line. */
