@@ -31,7 +31,7 @@
 static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const char **what,
 		     const char **why)
 {
-	struct image_id self, kernel, rootfs;
+	struct image_id self, kernel, rootfs, initrd = { 0 };
 	uint8_t digest[IMAGE_HASH_LEN];
 	char hex[2 * IMAGE_HASH_LEN + 1];
 	uint64_t nums[3] = { SNAP_FORMAT_VERSION, cfg->mem_mib, cfg->cpus };
@@ -48,6 +48,10 @@ static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const
 		*what = "rootfs";
 		rc = image_id_get(cfg->rootfs, &rootfs, why);
 	}
+	if (!rc && cfg->initrd[0]) {
+		*what = "initrd";
+		rc = image_id_get(cfg->initrd, &initrd, why);
+	}
 	if (rc)
 		return rc;
 	SHA256Init(&ctx);
@@ -56,6 +60,11 @@ static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const
 	SHA256Update(&ctx, self.sha256, IMAGE_HASH_LEN);
 	SHA256Update(&ctx, kernel.sha256, IMAGE_HASH_LEN);
 	SHA256Update(&ctx, rootfs.sha256, IMAGE_HASH_LEN);
+	/* What else makes the guest: its initramfs and its command line. */
+	SHA256Update(&ctx, initrd.sha256, IMAGE_HASH_LEN);
+	SHA256Update(&ctx, (const uint8_t *)cfg->cmdline, strlen(cfg->cmdline) + 1);
+	SHA256Update(&ctx, (const uint8_t *)cfg->cmdline_append, strlen(cfg->cmdline_append) + 1);
+	SHA256Update(&ctx, (const uint8_t *)cfg->init_cmd, strlen(cfg->init_cmd) + 1);
 	SHA256Final(digest, &ctx);
 	image_hash_hex(digest, hex);
 	memcpy(key, hex, KEY_CHARS);

@@ -10,9 +10,10 @@
 #include "jail/jail.h"
 
 /* The snapshot directory for cfg (a VM config ready to boot, as
- * snapshot_vm_config leaves it): <cache>/snapshots/<key>, the key a
- * sha256 of the content of mayfly itself, the kernel and the root image,
- * and of the memory size and vCPU count. Made now, with a progress line,
+ * agent_vm_config leaves it): <cache>/snapshots/<key>, the key a sha256
+ * of the content of mayfly itself, the kernel, the root image and the
+ * initrd (if any), of the kernel command line's parts, and of the memory
+ * size and vCPU count. Made now, with a progress line,
  * when it is not there yet (another mayfly making it at the same time is
  * waited for). 0 with dir filled, -1 when there is no cache directory at
  * all (boot cold; a warning says so), or an exit code after one line. */

@@ -1,0 +1,301 @@
+#!/bin/sh
+# run-containerd-tests.sh - containerd runs containers in mayfly microVMs through
+# containerd-shim-mayfly-v2 (issue 25): a real containerd 1.6 with its own config,
+# root and sockets under a temporary directory, images imported from archives made
+# by make-ctr-images (no registry), and ctr as the client. Points: ctr run --rm
+# prints and exits with the container's code; stdin piped; -t on a terminal; ctr
+# task exec; ctr task kill (TERM, KILL: 137); ctr task pause/resume; ctr task ls and
+# ps; ctr events in containerd's order; several containers at once; a shim killed
+# with SIGKILL, then ctr task delete cleans up; containerd restarted mid-run and
+# the task still answers; bad requests (an image without the program) get a clear
+# error; nothing left behind (VM processes, mounts, the shim's directories).
+#
+# usage: run-containerd-tests.sh SHIM GUESTDIR TOOLDIR
+#   SHIM     containerd-shim-mayfly-v2
+#   GUESTDIR the default guest (vmlinux, initramfs.cpio.gz)
+#   TOOLDIR  containerd, ctr, mke2fs, ptyrun, mfbox.tar, mfnoprog.tar (e2e-suite
+#            stages them)
+#
+# Needs root and a /dev/kvm that runs Linux (the nested harness's L1, or a real
+# host). POSIX sh with busybox tools only. Exit: 0 all passed, 1 a point failed,
+# 2 usage, 3 could not run.
+
+set -u
+
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat ls cut id awk \
+	mkdir ps kill sort uniq find mount
+[ $# -eq 3 ] || usage "run-containerd-tests.sh SHIM GUESTDIR TOOLDIR"
+shim=$1
+guestdir=$2
+tools=$3
+case_timeout=${E2E_CASE_TIMEOUT:-180}
+
+[ -x "$shim" ] || bail "$shim is not executable"
+need_kvm e2e-agent
+[ "$(id -u)" = 0 ] || bail "containerd and its shims run as root"
+need_guest "$guestdir" vmlinux initramfs.cpio.gz
+for t in containerd ctr mke2fs ptyrun mfbox.tar mfnoprog.tar; do
+	[ -e "$tools/$t" ] || bail "$tools/$t is missing (e2e-suite stages it)"
+done
+tap_workdir ctr-tests
+# The shim, containerd, ctr and mke2fs on PATH; the shim finds its guest here.
+mkdir -p "$work/bin"
+cp "$shim" "$work/bin/containerd-shim-mayfly-v2"
+for t in containerd ctr mke2fs ptyrun; do ln -s "$(cd "$tools" && pwd)/$t" "$work/bin/$t"; done
+PATH=$work/bin:$PATH
+export PATH
+MAYFLY_GUEST_DIR=$(cd "$guestdir" && pwd)
+MAYFLY_CACHE=$work/cache
+export MAYFLY_GUEST_DIR MAYFLY_CACHE
+sock=$work/c.sock
+ctd_pid=""
+tap_cleanup() {
+	ctr_q task ls -q 2>/dev/null | while read -r t; do
+		ctr_q task kill -s KILL "$t" >/dev/null 2>&1
+		ctr_q task delete "$t" >/dev/null 2>&1
+	done
+	[ -z "$ctd_pid" ] || kill "$ctd_pid" 2>/dev/null
+	sleep 1
+	for p in $(pgrep -f containerd-shim-mayfly-v2 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	grep " $work/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+}
+
+tap_why=diag
+tap_diag() {
+	echo "# $why"
+	tap_tail -n 10 "#   " "$work/err" "$work/out"
+	tap_tail -n 15 "#   containerd: " "$work/containerd.log"
+}
+
+cat >"$work/config.toml" <<EOF
+version = 2
+root = "$work/root"
+state = "$work/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+EOF
+
+# start_containerd: containerd in the background; waits until it answers.
+start_containerd() {
+	containerd --config "$work/config.toml" >>"$work/containerd.log" 2>&1 &
+	ctd_pid=$!
+	i=0
+	while ! ctr -a "$sock" version >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || bail "containerd did not answer within 30 s"
+		sleep 0.3
+	done
+}
+
+# ctr_q ARGS...: ctr on our containerd.
+ctr_q() {
+	ctr -a "$sock" "$@"
+}
+
+# c ARGS...: ctr ARGS bounded by $case_timeout, stdin /dev/null; $work/out,
+# $work/err, $rc.
+c() {
+	timeout -k 5 "$case_timeout" ctr -a "$sock" "$@" </dev/null >"$work/out" 2>"$work/err"
+	rc=$?
+}
+
+run_flags="--snapshotter native --runtime io.containerd.mayfly.v2"
+img=docker.io/library/mfbox:1
+
+# task_status ID: the task's status in ctr task ls (RUNNING, STOPPED, PAUSED).
+task_status() {
+	ctr_q task ls 2>/dev/null | awk -v id="$1" '$1 == id { print $3 }'
+}
+
+# wait_status ID STATUS: until ctr task ls says so (30 s at most).
+wait_status() {
+	i=0
+	while [ "$(task_status "$1")" != "$2" ] && [ $i -lt 100 ]; do
+		sleep 0.3
+		i=$((i + 1))
+	done
+	[ "$(task_status "$1")" = "$2" ]
+}
+
+# vm_procs: how many VM processes of ours run (`containerd-shim-mayfly-v2 vm`).
+vm_procs() {
+	ps -o args 2>/dev/null | grep -c '^[^ ]*containerd-shim-mayfly-v2 vm ' || true
+}
+
+start_containerd
+c image import --snapshotter native "$tools/mfbox.tar"
+[ "$rc" = 0 ] || bail "ctr image import failed: $(cat "$work/err")"
+c image import --snapshotter native "$tools/mfnoprog.tar"
+[ "$rc" = 0 ] || bail "ctr image import of mfnoprog failed: $(cat "$work/err")"
+ctr_q events >"$work/events" 2>&1 &
+events_pid=$!
+
+# ---- run, exit codes, stdin, a terminal -------------------------------------
+
+# shellcheck disable=SC2086 # run_flags: words
+c run --rm $run_flags "$img" r1 sh -c 'echo hello from $(hostname); cat /data/hello; id -u'
+want_rc 0
+grep -qx 'hello from r1' "$work/out" || fail "no 'hello from r1' in the output"
+grep -qx 'hello from the image' "$work/out" || fail "the image's /data/hello is not in the VM"
+tap "ctr run --rm: the container's output comes back, its hostname and image files are there"
+
+# shellcheck disable=SC2086
+c run --rm $run_flags "$img" r2 sh -c 'echo out; echo err >&2; exit 7'
+want_rc 7
+grep -qx out "$work/out" || fail "stdout lost"
+grep -qx err "$work/err" || fail "stderr lost"
+tap "the container's exit code (7) is ctr run's, stdout and stderr apart"
+
+printf 'piped line\nsecond\n' >"$work/in"
+# shellcheck disable=SC2086
+timeout -k 5 "$case_timeout" ctr -a "$sock" run --rm $run_flags "$img" r3 sh -c 'wc -l; echo end' \
+	<"$work/in" >"$work/out" 2>"$work/err"
+rc=$?
+want_rc 0
+grep -qx '2' "$work/out" || fail "wc saw not 2 lines of stdin: $(head -c 200 "$work/out")"
+grep -qx end "$work/out" || fail "the command did not go on after stdin's end"
+tap "stdin piped into ctr run reaches the container, and its end is an end (wc -l: 2)"
+
+# shellcheck disable=SC2086
+timeout -k 5 "$case_timeout" ptyrun -s 33x101 -t "$case_timeout" -- ctr -a "$sock" run --rm -t \
+	$run_flags "$img" r4 sh -c 'tty; stty size; echo tty-done' >"$work/out" 2>"$work/err"
+rc=$?
+want_rc 0
+grep -q '^/dev/pts/' "$work/out" || fail "the process has no terminal: $(head -c 200 "$work/out")"
+grep -q '^33 101' "$work/out" || fail "the terminal's size is not ctr's 33x101"
+tap "ctr run -t: the process runs on a terminal of ctr's size (33x101)"
+
+# ---- a long-running container: exec, ps, pause, kill -----------------------
+
+# shellcheck disable=SC2086
+c run -d $run_flags "$img" d1 sh -c 'echo started >/tmp/mark; exec sleep 1000'
+want_rc 0
+wait_status d1 RUNNING || fail "d1 is not RUNNING: $(ctr_q task ls 2>&1 | tail -n 3)"
+tap "ctr run -d: the task is RUNNING in ctr task ls"
+
+c task exec --exec-id e1 d1 sh -c 'cat /tmp/mark; echo exec-$((6*7))'
+want_rc 0
+grep -qx started "$work/out" || fail "the exec does not see the container's /tmp/mark"
+grep -qx exec-42 "$work/out" || fail "no exec-42"
+c task exec --exec-id e2 d1 sh -c 'exit 5'
+want_rc 5
+tap "ctr task exec runs in the same VM and root, with its own exit code (5)"
+
+c task ps d1
+want_rc 0
+[ "$(grep -c '^[0-9]' "$work/out")" -ge 1 ] || fail "ctr task ps lists no process"
+tap "ctr task ps lists the task's processes"
+
+c task pause d1
+want_rc 0
+[ "$(task_status d1)" = PAUSED ] || fail "d1 is $(task_status d1), not PAUSED"
+c task resume d1
+want_rc 0
+[ "$(task_status d1)" = RUNNING ] || fail "d1 is $(task_status d1) after resume"
+c task exec --exec-id e3 d1 true
+want_rc 0
+tap "ctr task pause and resume: PAUSED, then RUNNING, and it still runs execs"
+
+c task kill -s TERM d1
+wait_status d1 STOPPED || fail "d1 did not stop after SIGTERM: $(task_status d1)"
+c task delete d1
+want_rc 0
+grep -q 'd1' "$work/out" || true
+c container delete d1
+tap "ctr task kill -s TERM stops the task; ctr task delete removes it"
+
+# shellcheck disable=SC2086
+ctr -a "$sock" run --rm $run_flags "$img" k1 sleep 1000 </dev/null >"$work/k1.out" 2>&1 &
+k1=$!
+wait_status k1 RUNNING || fail "k1 never ran"
+c task kill -s KILL k1
+wait "$k1"
+rc=$?
+want_rc 137
+tap "ctr task kill -s KILL: ctr run --rm exits 137 (128 + SIGKILL)"
+
+# ---- several at once ---------------------------------------------------------
+
+i=0
+while [ $i -lt 10 ]; do
+	# shellcheck disable=SC2086
+	timeout -k 5 "$case_timeout" ctr -a "$sock" run --rm $run_flags "$img" "m$i" sh -c "echo m$i" \
+		</dev/null >"$work/m$i.out" 2>"$work/m$i.err" &
+	i=$((i + 1))
+done
+wait
+bad=""
+i=0
+while [ $i -lt 10 ]; do
+	grep -qx "m$i" "$work/m$i.out" || bad="$bad m$i($(head -c 80 "$work/m$i.err"))"
+	i=$((i + 1))
+done
+[ -z "$bad" ] || fail "containers without their output:$bad"
+tap "10 containers at once, each with its own output"
+
+# ---- bad requests --------------------------------------------------------------
+
+# shellcheck disable=SC2086
+c run --rm $run_flags docker.io/library/mfnoprog:1 b1
+[ "$rc" != 0 ] || fail "an image without its program ran"
+grep -qi 'no-such-program\|not found\|no such file' "$work/err" ||
+	fail "the error does not say the program is missing: $(head -c 300 "$work/err")"
+tap "an image whose program does not exist: ctr run fails and says why"
+
+# ---- a shim killed, containerd restarted ---------------------------------------
+
+# shellcheck disable=SC2086
+c run -d $run_flags "$img" s1 sleep 1000
+wait_status s1 RUNNING || fail "s1 never ran"
+spid=$(pgrep -f 'containerd-shim-mayfly-v2 .*-id s1' | head -n 1)
+[ -n "$spid" ] || fail "no shim process for s1"
+kill -9 "$spid" 2>/dev/null
+sleep 2
+c task delete s1
+c container delete s1
+[ "$(vm_procs)" = 0 ] || fail "$(vm_procs) VM processes left after the shim was killed"
+grep -q " $work/state/.*/s1/rootfs " /proc/mounts && fail "s1's rootfs is still mounted"
+tap "a shim killed with SIGKILL: ctr task delete cleans up (no VM, no mount)"
+
+# shellcheck disable=SC2086
+c run -d $run_flags "$img" s2 sh -c 'echo before >/tmp/f; exec sleep 1000'
+wait_status s2 RUNNING || fail "s2 never ran"
+kill "$ctd_pid"
+wait "$ctd_pid" 2>/dev/null
+start_containerd
+wait_status s2 RUNNING || fail "after containerd's restart s2 is $(task_status s2)"
+c task exec --exec-id r1 s2 cat /tmp/f
+want_rc 0
+grep -qx before "$work/out" || fail "the exec after the restart does not see the task's file"
+c task kill -s KILL s2
+wait_status s2 STOPPED
+c task delete s2
+c container delete s2
+tap "containerd restarted mid-run: the shim survives, the task still answers"
+
+# ---- events, and nothing left behind -----------------------------------------
+
+kill "$events_pid" 2>/dev/null
+# r1's own events, in order.
+topics=$(grep -E '/tasks/' "$work/events" | grep -w r1 | sed 's|.*\(/tasks/[a-z-]*\).*|\1|' | uniq |
+	tr '\n' ' ')
+case $topics in
+"/tasks/create /tasks/start /tasks/exit /tasks/delete ") ;;
+*) fail "r1's events: '$topics'" ;;
+esac
+tap "ctr events: TaskCreate, TaskStart, TaskExit, TaskDelete, in that order"
+
+sleep 1
+[ "$(vm_procs)" = 0 ] || fail "$(vm_procs) VM processes left"
+[ -z "$(ls /run/mayfly-shim 2>/dev/null)" ] || fail "the shim left $(ls /run/mayfly-shim)"
+grep -q " $work/state/" /proc/mounts && fail "mounts left: $(grep " $work/state/" /proc/mounts)"
+tap "nothing left behind: no VM process, no mount, no VM directory"
+
+tap_end
