@@ -7,8 +7,9 @@
 # task exec; ctr task kill (TERM, KILL: 137); ctr task pause/resume; ctr task ls and
 # ps; ctr events in containerd's order; several containers at once; a shim killed
 # with SIGKILL, then ctr task delete cleans up; containerd restarted mid-run and
-# the task still answers; bad requests (an image without the program) get a clear
-# error; nothing left behind (VM processes, mounts, the shim's directories).
+# the task still answers; bad requests (an image without the program, a bundle
+# without its root, a malformed rule) get a clear error; nothing left behind (VM
+# processes, mounts, the shim's directories).
 #
 # usage: run-containerd-tests.sh SHIM GUESTDIR TOOLDIR
 #   SHIM     containerd-shim-mayfly-v2
@@ -58,7 +59,9 @@ tap_cleanup() {
 	done
 	[ -z "$ctd_pid" ] || kill "$ctd_pid" 2>/dev/null
 	sleep 1
-	for p in $(pgrep -f containerd-shim-mayfly-v2 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	for p in $(ps -o pid,args | awk '$2 ~ /containerd-shim-mayfly-v2$/ { print $1 }'); do
+		kill -9 "$p" 2>/dev/null
+	done
 	grep " $work/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
 }
 
@@ -153,6 +156,16 @@ grep -qx out "$work/out" || fail "stdout lost"
 grep -qx err "$work/err" || fail "stderr lost"
 tap "the container's exit code (7) is ctr run's, stdout and stderr apart"
 
+# shellcheck disable=SC2086
+c run --rm $run_flags --memory-limit 209715200 --cpus 2 "$img" r5 \
+	sh -c 'grep MemTotal /proc/meminfo; grep -c ^processor /proc/cpuinfo'
+want_rc 0
+kb=$(awk '/MemTotal/ { print $2 }' "$work/out")
+[ -n "$kb" ] && [ "$kb" -gt 150000 ] && [ "$kb" -le 204800 ] ||
+	fail "MemTotal ${kb:-?} kB, want a VM of 200 MiB"
+grep -qx 2 "$work/out" || fail "not 2 vCPUs for --cpus 2: $(tail -n 1 "$work/out")"
+tap "linux.resources: --memory-limit 200 MiB is the VM's memory (${kb:-?} kB), --cpus 2 its vCPUs"
+
 printf 'piped line\nsecond\n' >"$work/in"
 # shellcheck disable=SC2086
 timeout -k 5 "$case_timeout" ctr -a "$sock" run --rm $run_flags "$img" r3 sh -c 'wc -l; echo end' \
@@ -223,22 +236,41 @@ tap "ctr task kill -s KILL: ctr run --rm exits 137 (128 + SIGKILL)"
 
 # ---- several at once ---------------------------------------------------------
 
+n_at_once=${E2E_AT_ONCE:-10}
+echo "# $n_at_once containers at once"
 i=0
-while [ $i -lt 10 ]; do
+while [ $i -lt "$n_at_once" ]; do
 	# shellcheck disable=SC2086
-	timeout -k 5 "$case_timeout" ctr -a "$sock" run --rm $run_flags "$img" "m$i" sh -c "echo m$i" \
-		</dev/null >"$work/m$i.out" 2>"$work/m$i.err" &
+	{ timeout -k 5 "$case_timeout" ctr -a "$sock" run --rm $run_flags "$img" "m$i" \
+		sh -c "echo m$i" </dev/null >"$work/m$i.out" 2>"$work/m$i.err"
+	  echo $? >"$work/m$i.rc"; } &
+	at_once_pids="${at_once_pids:-} $!"
 	i=$((i + 1))
 done
-wait
+# A line each time one ends, and L1's free memory: these run side by side.
+t=0
+done_n=0
+while [ "$done_n" -lt "$n_at_once" ] && [ $t -lt $((case_timeout + 10)) ]; do
+	sleep 1
+	t=$((t + 1))
+	now=$(find "$work" -maxdepth 1 -name 'm*.rc' | wc -l)
+	if [ "$now" != "$done_n" ] || [ $((t % 30)) = 0 ]; then
+		done_n=$now
+		echo "# ${t} s: $done_n of $n_at_once ended, $(vm_procs) VMs running," \
+			"$(awk '/MemAvailable/ { print int($2 / 1024) }' /proc/meminfo) MiB available"
+	fi
+done
+# shellcheck disable=SC2086
+wait $at_once_pids   # not a bare wait: ctr events runs in the background too
 bad=""
 i=0
-while [ $i -lt 10 ]; do
-	grep -qx "m$i" "$work/m$i.out" || bad="$bad m$i($(head -c 80 "$work/m$i.err"))"
+while [ $i -lt "$n_at_once" ]; do
+	grep -qx "m$i" "$work/m$i.out" ||
+		bad="$bad m$i(rc $(cat "$work/m$i.rc" 2>/dev/null) $(head -c 80 "$work/m$i.err"))"
 	i=$((i + 1))
 done
 [ -z "$bad" ] || fail "containers without their output:$bad"
-tap "10 containers at once, each with its own output"
+tap "$n_at_once containers at once, each with its own output"
 
 # ---- bad requests --------------------------------------------------------------
 
@@ -249,12 +281,28 @@ grep -qi 'no-such-program\|not found\|no such file' "$work/err" ||
 	fail "the error does not say the program is missing: $(head -c 300 "$work/err")"
 tap "an image whose program does not exist: ctr run fails and says why"
 
+# A bundle without a root file system (ctr run --rootfs names a directory
+# that is not there: no mounts, a root.path that does not exist).
+c run --rm --runtime io.containerd.mayfly.v2 --rootfs "$work/no-such-root" b2 true
+[ "$rc" != 0 ] || fail "a container without a root ran"
+grep -q "cannot open the rootfs '$work/no-such-root'" "$work/err" ||
+	fail "the error does not name the missing root: $(head -c 300 "$work/err")"
+# A config.json the shim refuses: an io.mayfly.allow-net rule that is not one.
+# shellcheck disable=SC2086
+c run --rm $run_flags --annotation 'io.mayfly.allow-net=exa mple.com:99999' "$img" b3 true
+[ "$rc" != 0 ] || fail "a container with a malformed io.mayfly.allow-net ran"
+grep -q 'io.mayfly.allow-net: ' "$work/err" ||
+	fail "the error does not name the annotation: $(head -c 300 "$work/err")"
+[ "$(vm_procs)" = 0 ] || fail "$(vm_procs) VM processes left by the refused bundles"
+tap "a bundle without its root, a config.json with a malformed rule: ctr fails, saying which"
+
 # ---- a shim killed, containerd restarted ---------------------------------------
 
 # shellcheck disable=SC2086
 c run -d $run_flags "$img" s1 sleep 1000
 wait_status s1 RUNNING || fail "s1 never ran"
-spid=$(pgrep -f 'containerd-shim-mayfly-v2 .*-id s1' | head -n 1)
+spid=$(ps -o pid,args | awk '$2 ~ /containerd-shim-mayfly-v2$/ && $3 != "vm" && / -id s1( |$)/ {
+	print $1; exit }')
 [ -n "$spid" ] || fail "no shim process for s1"
 kill -9 "$spid" 2>/dev/null
 sleep 2
@@ -271,7 +319,7 @@ kill "$ctd_pid"
 wait "$ctd_pid" 2>/dev/null
 start_containerd
 wait_status s2 RUNNING || fail "after containerd's restart s2 is $(task_status s2)"
-c task exec --exec-id r1 s2 cat /tmp/f
+c task exec --exec-id after-restart s2 cat /tmp/f
 want_rc 0
 grep -qx before "$work/out" || fail "the exec after the restart does not see the task's file"
 c task kill -s KILL s2

@@ -38,8 +38,8 @@ Test(ctl_msg, request_round_trip)
 	encode_req(CTL_OP_COMMIT, "", buf);
 	cr_assert_eq(ctl_request_decode(&r, buf, sizeof(buf), 0, &why), 0, "%s", why);
 	cr_assert_eq(r.op, CTL_OP_COMMIT);
-	/* A container's pause and resume: no descriptors. */
-	for (uint32_t op = CTL_OP_SUSPEND; op <= CTL_OP_RESUME; op++) {
+	/* A container's pause, resume and end: no descriptors. */
+	for (uint32_t op = CTL_OP_SUSPEND; op <= CTL_OP_STOP; op++) {
 		encode_req(op, "", buf);
 		cr_assert_eq(ctl_request_decode(&r, buf, sizeof(buf), 0, &why), 0, "%s", why);
 		cr_assert_eq(r.op, op);
@@ -67,7 +67,7 @@ Test(ctl_msg, request_refusals)
 	memcpy(bad, buf, sizeof(bad));
 	bad[0] ^= 1;
 	cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
-	for (uint32_t op = 0; op <= CTL_OP_RESUME + 1; op += CTL_OP_RESUME + 1) {   /* unknown ops */
+	for (uint32_t op = 0; op <= CTL_OP_STOP + 1; op += CTL_OP_STOP + 1) {   /* unknown ops */
 		memcpy(bad, buf, sizeof(bad));
 		bad[8] = (uint8_t)op;
 		cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);

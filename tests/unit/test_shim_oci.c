@@ -31,6 +31,7 @@ Test(shim_oci, a_whole_config)
 	cr_assert_eq(c.process.groups[1], 20);
 	cr_assert(c.process.terminal);
 	cr_assert(c.readonly_root);
+	cr_assert_str_eq(c.root_path, "rootfs");
 	cr_assert_str_eq(c.hostname, "box-1");
 	cr_assert_eq(c.nallow_net, 2);
 	cr_assert_str_eq(c.allow_net[1], "10.0.0.1:80");
@@ -52,6 +53,7 @@ Test(shim_oci, defaults_without_resources_or_user)
 	cr_assert_str_eq(c.process.cwd, "/");
 	cr_assert_eq(c.process.uid, 0);
 	cr_assert_eq(c.process.nenv, 0);
+	cr_assert_null(c.root_path);
 	cr_assert_eq(oci_config_mem_mib(&c, 128, 256), 256);
 	cr_assert_eq(oci_config_cpus(&c, 16), 1);
 	oci_config_free(&c);
@@ -78,6 +80,9 @@ Test(shim_oci, malformed_configs_are_refused)
 		"{\"process\":{\"args\":[\"x\"]},\"hostname\":\"a.b\"}",
 		"{\"process\":{\"args\":[\"x\"]},\"linux\":{\"resources\":{\"memory\":{\"limit\":\"1\"}}}}",
 		"{\"process\":{\"args\":[\"x\"]},\"annotations\":{\"io.mayfly.allow-net\":5}}",
+		"{\"process\":{\"args\":[\"x\"]},\"root\":\"rootfs\"}",
+		"{\"process\":{\"args\":[\"x\"]},\"root\":{\"path\":7}}",
+		"{\"process\":{\"args\":[\"x\"]},\"root\":{\"path\":\"\"}}",
 		"{\"process\":{\"args\":[\"x\"],\"args\":[\"y\"]}}",   /* a duplicate key */
 	};
 	struct oci_config c;

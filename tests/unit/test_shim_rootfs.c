@@ -55,24 +55,24 @@ Test(shim_rootfs, built_once_found_again)
 	bool built;
 
 	snprintf(tree, sizeof(tree), "%s/tree", base);
-	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", a, sizeof(a), &built, err,
+	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", false, a, sizeof(a), &built, err,
 				  sizeof(err)), 0, "%s", err);
 	cr_assert(built);
 	cr_assert_eq(stat(a, &st), 0);
 	cr_assert(S_ISREG(st.st_mode) && st.st_size >= (64 << 20));
 	/* The same tree and origin: no build. */
-	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", b, sizeof(b), &built, err,
+	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", false, b, sizeof(b), &built, err,
 				  sizeof(err)), 0, "%s", err);
 	cr_assert_not(built);
 	cr_assert_str_eq(a, b);
 	/* The same listing from another origin is another image. */
-	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/2", c, sizeof(c), &built, err,
+	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/2", false, c, sizeof(c), &built, err,
 				  sizeof(err)), 0, "%s", err);
 	cr_assert(built);
 	cr_assert_str_neq(a, c);
 	/* Another file: another key. */
 	put("tree/etc/more", "x\n");
-	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", d, sizeof(d), &built, err,
+	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", false, d, sizeof(d), &built, err,
 				  sizeof(err)), 0, "%s", err);
 	cr_assert(built);
 	cr_assert_str_neq(a, d);
@@ -84,7 +84,7 @@ Test(shim_rootfs, the_image_holds_the_tree)
 	bool built;
 
 	snprintf(tree, sizeof(tree), "%s/tree", base);
-	cr_assert_eq(rootfs_image(tree, "o", img, sizeof(img), &built, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rootfs_image(tree, "o", false, img, sizeof(img), &built, err, sizeof(err)), 0, "%s", err);
 	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /etc/hello' '%s' 2>/dev/null | grep -qx hello", img);
 	cr_assert_eq(system(cmd), 0, "the image lacks /etc/hello");
 }
@@ -94,7 +94,7 @@ Test(shim_rootfs, a_missing_tree_is_refused)
 	char img[4200], err[300] = "";
 	bool built;
 
-	cr_assert_lt(rootfs_image("/nonexistent/tree", "o", img, sizeof(img), &built, err,
+	cr_assert_lt(rootfs_image("/nonexistent/tree", "o", false, img, sizeof(img), &built, err,
 				  sizeof(err)), 0);
 	cr_assert_neq(err[0], '\0');
 }
@@ -117,9 +117,39 @@ Test(shim_rootfs, unknown_mounts_are_refused)
 Test(shim_rootfs, origin_names_the_layers)
 {
 	const char *o1[] = { "index=off", "workdir=/w", "upperdir=/u", "lowerdir=/l2:/l1" };
-	struct rootfs_mount m = { "overlay", "overlay", o1, 4 };
+	const char *o2[] = { "rbind", "rw" };
+	struct rootfs_mount m = { "overlay", "overlay", o1, 4 }, b = { "bind", "/snap/7", o2, 2 };
 	char out[256];
 
-	rootfs_origin(&m, 1, out, sizeof(out));
-	cr_assert_str_eq(out, "overlay overlay lowerdir=/l2:/l1\n");
+	cr_assert_not(rootfs_origin(&m, 1, out, sizeof(out)));
+	cr_assert_str_eq(out, "lowerdir=/l2:/l1\n");
+	/* A native snapshotter's directory is named by its content alone. */
+	cr_assert(rootfs_origin(&b, 1, out, sizeof(out)));
+	cr_assert_str_eq(out, "");
+}
+
+/* By content: the same files in two directories (two containers of one
+ * image, native snapshotter), even with other times, are one image; other
+ * bytes of the same size and time are another. */
+Test(shim_rootfs, by_content_two_copies_are_one_image)
+{
+	char tree[128], copy[128], cmd[512], a[4200], b[4200], c[4200], err[300] = "";
+	bool built;
+
+	snprintf(tree, sizeof(tree), "%s/tree", base);
+	snprintf(copy, sizeof(copy), "%s/copy", base);
+	snprintf(cmd, sizeof(cmd), "sleep 0.01; cp -r --preserve=mode '%s' '%s'", tree, copy);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rootfs_image(tree, "", true, a, sizeof(a), &built, err, sizeof(err)), 0, "%s", err);
+	cr_assert(built);
+	cr_assert_eq(rootfs_image(copy, "", true, b, sizeof(b), &built, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not(built);
+	cr_assert_str_eq(a, b);
+	/* Same size, same mtime, other bytes. */
+	snprintf(cmd, sizeof(cmd), "printf 'HELLO\\n' >'%s/etc/hello' && touch -r '%s/etc/hello' "
+		 "'%s/etc/hello'", copy, tree, copy);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(rootfs_image(copy, "", true, c, sizeof(c), &built, err, sizeof(err)), 0, "%s", err);
+	cr_assert(built);
+	cr_assert_str_neq(a, c);
 }

@@ -23,7 +23,7 @@ int ctl_client_save(const char *vsock, const char *out, bool fork);
  * ready). */
 int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, const char **why);
 
-/* One request without descriptors (READY, SUSPEND, RESUME) to the VM of
+/* One request without descriptors (READY, SUSPEND, RESUME, STOP) to the VM of
  * `boot --vsock VSOCK`, answered as ctl_client_ready is. */
 int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
 		    const char **why);

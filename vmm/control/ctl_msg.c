@@ -79,7 +79,7 @@ int ctl_request_decode(struct ctl_request *r, const uint8_t *buf, size_t len, in
 	if (len != CTL_REQUEST_LEN || memcmp(buf, CTL_MAGIC, CTL_MAGIC_LEN))
 		return errmsg_why(why, -EBADMSG, "not a mayfly control request");
 	r->op = get32(buf + 8);
-	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_RESUME)
+	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_STOP)
 		return errmsg_why(why, -EBADMSG, "unknown control operation %u", r->op);
 	saves = r->op == CTL_OP_PAUSE || r->op == CTL_OP_FORK;
 	if (nfds != (saves ? CTL_NFDS : 0))

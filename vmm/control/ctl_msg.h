@@ -22,6 +22,7 @@ enum ctl_op {
 	CTL_OP_READY = 5,   /* wait until the guest agent is freshened: OK, else FAILED */
 	CTL_OP_SUSPEND = 6, /* the vCPUs and the I/O thread stop where they are: OK */
 	CTL_OP_RESUME = 7,  /* they go on: OK (also when not suspended) */
+	CTL_OP_STOP = 8,    /* end the VM now, exit 0 (its owner is done with it): OK */
 };
 
 enum ctl_status {

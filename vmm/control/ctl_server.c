@@ -407,6 +407,12 @@ static bool serve(struct ctl_server *s, int fd)
 		suspend(s, fd, req.op == CTL_OP_SUSPEND);
 		return false;
 	}
+	if (!bad && req.op == CTL_OP_STOP) {
+		/* A container's VM at its task's end: a normal end, exit 0. */
+		reply(fd, &r, CTL_ST_OK, "stopping");
+		vm_stop(s->vm, 0, "stopped through its control socket");
+		return false;
+	}
 	if (bad ||
 	    (req.op != CTL_OP_PAUSE && req.op != CTL_OP_FORK &&
 	     errmsg_why(&why, -EINVAL, "no pause to commit or abort")) ||

@@ -183,8 +183,7 @@ void oci_process_free(struct oci_process *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* RFC 1123: 1-63 of [a-z0-9-] (either case), not starting or ending with '-'. */
-static bool hostname_ok(const char *h)
+bool oci_hostname_valid(const char *h)
 {
 	size_t n = strlen(h);
 
@@ -307,13 +306,20 @@ int oci_config_parse(struct oci_config *c, const char *json, size_t len, char *e
 		c->hostname = take_string(v, "hostname", false, err, errlen);
 		if (!c->hostname)
 			goto out_free;
-		if (!hostname_ok(c->hostname)) {
+		if (!oci_hostname_valid(c->hostname)) {
 			errmsg_invalid(err, errlen, "hostname '%.70s' is not an RFC 1123 label", c->hostname);
 			goto out_free;
 		}
 	}
 	v = json_object_get(root, "root");
-	if (v && json_is_object(v) && json_is_true(json_object_get(v, "readonly")))
+	if (v && !json_is_object(v)) {
+		errmsg_invalid(err, errlen, "root is not an object");
+		goto out_free;
+	}
+	if (v && json_object_get(v, "path") &&
+	    !(c->root_path = take_string(json_object_get(v, "path"), "root.path", false, err, errlen)))
+		goto out_free;
+	if (v && json_is_true(json_object_get(v, "readonly")))
 		c->readonly_root = true;
 	v = json_object_get(root, "linux");
 	if (v && json_is_object(v) && json_object_get(v, "resources") &&
@@ -377,6 +383,7 @@ void oci_config_free(struct oci_config *c)
 		free(c->allow_net[i]);
 	free(c->hostname);
 	free(c->sandbox_id);
+	free(c->root_path);
 	memset(c, 0, sizeof(*c));
 }
 

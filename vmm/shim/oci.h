@@ -43,6 +43,7 @@ struct oci_config {
 	int nallow_net;
 	char *sandbox_id;          /* io.kubernetes.cri.sandbox-id, or NULL */
 	bool is_sandbox;           /* its container-type is "sandbox" */
+	char *root_path;           /* root.path: absolute, or relative to the bundle; NULL: none */
 	bool readonly_root;        /* root.readonly */
 };
 
@@ -62,6 +63,9 @@ void oci_config_free(struct oci_config *c);
 int oci_process_parse(struct oci_process *p, const char *json, size_t len, char *err,
 		      size_t errlen);
 void oci_process_free(struct oci_process *p);
+
+/* An RFC 1123 label: 1-63 of [A-Za-z0-9-], no '-' first or last. */
+bool oci_hostname_valid(const char *name);
 
 /* The VM size for c: memory in MiB (the limit rounded up, at least
  * min_mib, default_mib without a limit) and vCPUs (the CPU quota over

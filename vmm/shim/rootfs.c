@@ -141,11 +141,34 @@ struct listing {
 	char **entries;
 	size_t n, cap;
 	uint64_t bytes;            /* file content and symlink targets */
+	bool by_content;           /* each regular file's sha256 in its entry */
 	char *err;
 	size_t errlen;
 };
 
-static int add_entry(struct listing *l, const char *path, const struct stat *st, const char *link)
+/* The sha256 (hex) of the regular file name in dfd, or "" if unreadable. */
+static void content_hash(int dfd, const char *name, char hex[65])
+{
+	uint8_t buf[65536], digest[SHA256_DIGEST_LENGTH];
+	SHA2_CTX ctx;
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	hex[0] = '\0';
+	if (fd < 0)
+		return;
+	SHA256Init(&ctx);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		SHA256Update(&ctx, buf, (size_t)n);
+	close(fd);
+	if (n == 0) {
+		SHA256Final(digest, &ctx);
+		image_hash_hex(digest, hex);
+	}
+}
+
+static int add_entry(struct listing *l, const char *path, const struct stat *st, const char *link,
+		     const char *content)
 {
 	char buf[ENTRY_MAX];
 	int n;
@@ -153,9 +176,13 @@ static int add_entry(struct listing *l, const char *path, const struct stat *st,
 	if (l->n >= ROOTFS_MAX_FILES)
 		return errmsg_invalid(l->err, l->errlen, "the rootfs has more than %u entries",
 				      ROOTFS_MAX_FILES);
-	n = snprintf(buf, sizeof(buf), "%s\t%o\t%u:%u\t%lld\t%lld.%09ld\t%s", path, st->st_mode,
-		     (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)st->st_size,
-		     (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, link ? link : "");
+	/* By content, times are left out: a copy of the same files (made
+	 * with other times) is the same image. */
+	n = snprintf(buf, sizeof(buf), "%s\t%o\t%u:%u\t%lld\t%lld.%09ld\t%s\t%s", path,
+		     st->st_mode, (unsigned)st->st_uid, (unsigned)st->st_gid, (long long)st->st_size,
+		     l->by_content ? 0LL : (long long)st->st_mtim.tv_sec,
+		     l->by_content ? 0L : st->st_mtim.tv_nsec, link ? link : "",
+		     content ? content : "");
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return errmsg_invalid(l->err, l->errlen, "a rootfs path is too long");
 	if (l->n == l->cap) {
@@ -196,7 +223,7 @@ static int walk(struct listing *l, int dfd, const char *rel, dev_t dev, int dept
 		return errmsg_invalid(l->err, l->errlen, "cannot read the rootfs: %s", strerror(-rc));
 	}
 	while (!rc && (e = readdir(d)) != NULL) {
-		char path[ENTRY_MAX], link[4096];
+		char path[ENTRY_MAX], link[4096], hex[65];
 		struct stat st;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -215,7 +242,10 @@ static int walk(struct listing *l, int dfd, const char *rel, dev_t dev, int dept
 
 			link[n > 0 ? n : 0] = '\0';
 		}
-		rc = add_entry(l, path, &st, S_ISLNK(st.st_mode) ? link : NULL);
+		if (l->by_content && S_ISREG(st.st_mode))
+			content_hash(dirfd(d), e->d_name, hex);
+		rc = add_entry(l, path, &st, S_ISLNK(st.st_mode) ? link : NULL,
+			       l->by_content && S_ISREG(st.st_mode) ? hex : NULL);
 		if (!rc && S_ISDIR(st.st_mode) && st.st_dev == dev) {
 			int sub = openat(dirfd(d), e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -234,10 +264,10 @@ static int cmp_entries(const void *a, const void *b)
 }
 
 /* The tree's key: sha256 of origin and its sorted listing. */
-static int tree_key(const char *root, const char *origin, char key[65], uint64_t *bytes,
-		    uint64_t *entries, char *err, size_t errlen)
+static int tree_key(const char *root, const char *origin, bool by_content, char key[65],
+		    uint64_t *bytes, uint64_t *entries, char *err, size_t errlen)
 {
-	struct listing l = { .err = err, .errlen = errlen };
+	struct listing l = { .by_content = by_content, .err = err, .errlen = errlen };
 	uint8_t digest[SHA256_DIGEST_LENGTH];
 	struct stat st;
 	SHA2_CTX ctx;
@@ -250,7 +280,7 @@ static int tree_key(const char *root, const char *origin, char key[65], uint64_t
 		snprintf(err, errlen, "cannot open the rootfs '%.200s': %s", root, strerror(-rc));
 		return rc;
 	}
-	rc = add_entry(&l, ".", &st, NULL);
+	rc = add_entry(&l, ".", &st, NULL, NULL);
 	if (!rc)
 		rc = walk(&l, fd, ".", st.st_dev, 0);
 	else
@@ -333,23 +363,26 @@ static void evict(const char *dir)
 	closedir(d);
 }
 
-void rootfs_origin(const struct rootfs_mount *ms, int n, char *out, size_t len)
+bool rootfs_origin(const struct rootfs_mount *ms, int n, char *out, size_t len)
 {
+	bool by_content = false;
 	size_t used = 0;
 
 	out[0] = '\0';
 	for (int i = 0; i < n && used < len; i++) {
-		used += (size_t)snprintf(out + used, len - used, "%s %s", ms[i].type, ms[i].source);
+		if (strcmp(ms[i].type, "overlay")) {
+			by_content = true;   /* a bind: the directory is the container's own */
+			continue;
+		}
 		for (int k = 0; k < ms[i].noptions && used < len; k++)
 			if (!strncmp(ms[i].options[k], "lowerdir=", 9))
-				used += (size_t)snprintf(out + used, len - used, " %s", ms[i].options[k]);
-		if (used < len)
-			used += (size_t)snprintf(out + used, len - used, "\n");
+				used += (size_t)snprintf(out + used, len - used, "%s\n", ms[i].options[k]);
 	}
+	return by_content;
 }
 
-int rootfs_image(const char *root, const char *origin, char *out, size_t len, bool *built,
-		 char *err, size_t errlen)
+int rootfs_image(const char *root, const char *origin, bool by_content, char *out, size_t len,
+		 bool *built, char *err, size_t errlen)
 {
 	char cache[4096], dir[4200], key[65], tmp[4400], lockpath[4300];
 	uint64_t bytes = 0, entries = 0, size;
@@ -363,7 +396,7 @@ int rootfs_image(const char *root, const char *origin, char *out, size_t len, bo
 		return errmsg_invalid(err, errlen, "cannot create '%.200s': %s", cache, strerror(errno));
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return errmsg_invalid(err, errlen, "cannot create '%.200s': %s", dir, strerror(errno));
-	rc = tree_key(root, origin, key, &bytes, &entries, err, errlen);
+	rc = tree_key(root, origin, by_content, key, &bytes, &entries, err, errlen);
 	if (rc)
 		return rc;
 	if ((size_t)snprintf(out, len, "%s/%s.ext4", dir, key) >= len)

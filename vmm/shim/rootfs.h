@@ -32,21 +32,23 @@ int rootfs_mount(const struct rootfs_mount *ms, int n, const char *target, char 
 int rootfs_unmount(const char *target);
 
 /* The ext4 image of the tree at root: <cache>/shim-images/<key>.ext4,
- * key the sha256 of `origin` (where the tree comes from: the overlay's
- * lower directories, containerd's snapshots of the image's layers, which
- * hold one content each) and of the tree's listing (every entry's path,
- * type, mode, owner, size, modification time and link target): a second
- * container of the same image finds it built, and no image's tree can
- * pose as another's by copying its listing. Built with mke2fs -d into a temporary
+ * key the sha256 of `origin` and of the tree's listing (every entry's
+ * path, type, mode, owner, size, modification time and link target; with
+ * by_content, every file's sha256 too): a second container of the same
+ * image finds it built, and no image's tree can pose as another's. origin
+ * says where the tree comes from: the overlay's lower directories are
+ * containerd's snapshots of the image's layers, one content each, so a
+ * listing is enough; a native snapshotter's copy is a directory of each
+ * container's own, so only its content can name it (by_content). Built with mke2fs -d into a temporary
  * file and renamed into place (one builder at a time per key, under a
  * lock); sized for the tree's content with room to spare. The walk is
  * bounded (ROOTFS_MAX_FILES, ROOTFS_MAX_DEPTH) and follows no symbolic
  * link. 0 with its path in out, or -errno with one line in err. */
-int rootfs_image(const char *root, const char *origin, char *out, size_t len, bool *built,
-		 char *err, size_t errlen);
+int rootfs_image(const char *root, const char *origin, bool by_content, char *out, size_t len,
+		 bool *built, char *err, size_t errlen);
 
-/* origin for rootfs_image: the mounts' sources and their overlay
- * lowerdir options, in order, into out. */
-void rootfs_origin(const struct rootfs_mount *ms, int n, char *out, size_t len);
+/* origin and by_content for rootfs_image: overlays' lowerdir options, in
+ * order, into out; by content when a mount is not an overlay (a bind). */
+bool rootfs_origin(const struct rootfs_mount *ms, int n, char *out, size_t len);
 
 #endif

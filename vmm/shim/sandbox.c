@@ -222,11 +222,27 @@ static int set_hostname(struct sandbox *s, const char *name, char *err, size_t e
 	return rc;
 }
 
+/* The VM makes its socket once it is built: with many VMs starting at
+ * once that can take longer than the few seconds agent_client_connect
+ * gives a missing socket, so wait here while the VM lives. */
+static void wait_for_socket(struct sandbox *s, uint64_t deadline_ns)
+{
+	struct pollfd p = { .fd = s->pidfd, .events = POLLIN };
+
+	while (access(s->vsock, F_OK) && clock_now_ns() < deadline_ns) {
+		if (s->pidfd < 0)
+			usleep(50 * 1000);
+		else if (poll(&p, 1, 50) > 0)
+			return;   /* the VM ended */
+	}
+}
+
 int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, size_t errlen)
 {
 	char *argv[SANDBOX_MAX_ARGS + 1], bufs[3][160];
 	struct agent_client *probe;
 	const char *why = "";
+	uint64_t deadline;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -261,8 +277,10 @@ int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, 
 		return errmsg_invalid(err, errlen, "out of memory");
 	}
 	probe->fd = -1;
-	rc = agent_client_connect(probe, dial, s->vsock, PROTO_AGENT_PORT,
-				  clock_now_ns() + AGENT_BOOT_TIMEOUT_S * NS, s->pidfd, &why);
+	deadline = clock_now_ns() + AGENT_BOOT_TIMEOUT_S * NS;
+	wait_for_socket(s, deadline);
+	rc = agent_client_connect(probe, dial, s->vsock, PROTO_AGENT_PORT, deadline, s->pidfd,
+				  &why);
 	agent_client_close(probe);
 	free(probe);
 	if (!rc && c->hostname)
@@ -371,10 +389,17 @@ static bool wait_ended(struct sandbox *s, int ms)
 
 void sandbox_stop(struct sandbox *s)
 {
+	const char *why = "";
+
 	if (!s->reaper_started)
 		return;
-	/* The pidfd names this process even if its pid was reused. */
-	if (!sandbox_ended(s) && s->pidfd >= 0)
+	/* Asked through its control socket first (an end, exit 0, not an
+	 * error line); SIGTERM if it does not answer. The pidfd names this
+	 * process even if its pid was reused. */
+	if (!sandbox_ended(s) &&
+	    (ctl_client_call(s->vsock, CTL_OP_STOP, clock_now_ns() + 2 * NS, s->pidfd, &why) ||
+	     !wait_ended(s, SANDBOX_STOP_GRACE_MS)) &&
+	    !sandbox_ended(s) && s->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, NULL, 0);
 	if (!wait_ended(s, SANDBOX_STOP_GRACE_MS)) {
 		log_warn("the VM %d did not end within %d ms of SIGTERM: killing it", (int)s->pid,

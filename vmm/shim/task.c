@@ -138,7 +138,7 @@ static int make_vm(struct task_service *s, struct shim_task *t, const struct tas
 	char origin[8 * 1024], id[33], snapshot[TASK_PATH_MAX];
 	struct sandbox_config sc;
 	struct runtime_state st;
-	bool built = false;
+	bool built = false, by_content = true;
 	int rc;
 
 	if (c->nmounts > 0) {
@@ -146,12 +146,20 @@ static int make_vm(struct task_service *s, struct shim_task *t, const struct tas
 		if (rc)
 			return rc;
 		t->rootfs_mounted = true;
-		rootfs_origin(c->mounts, c->nmounts, origin, sizeof(origin));
+		by_content = rootfs_origin(c->mounts, c->nmounts, origin, sizeof(origin));
 	} else {
-		/* A bundle that brings its own rootfs directory (ctr run --rootfs). */
-		snprintf(origin, sizeof(origin), "dir %s", t->rootfs);
+		/* No mounts: the tree at root.path (ctr run --rootfs DIR). */
+		const char *rp = t->cfg.root_path;
+
+		if (!rp)
+			return errmsg_invalid(err, errlen, "no root file system: no mounts and no root.path");
+		if ((size_t)snprintf(t->rootfs, sizeof(t->rootfs), "%s%s%s", rp[0] == '/' ? "" : t->bundle,
+				     rp[0] == '/' ? "" : "/", rp) >= sizeof(t->rootfs))
+			return errmsg_invalid(err, errlen, "root.path is too long");
+		origin[0] = '\0';
 	}
-	rc = rootfs_image(t->rootfs, origin, t->image, sizeof(t->image), &built, err, errlen);
+	rc = rootfs_image(t->rootfs, origin, by_content, t->image, sizeof(t->image), &built, err,
+			  errlen);
 	if (rc)
 		return rc;
 	if (built)
@@ -165,7 +173,9 @@ static int make_vm(struct task_service *s, struct shim_task *t, const struct tas
 	sc = (struct sandbox_config){
 		.self = s->self, .id = id, .dir = t->vm_dir, .kernel = s->kernel, .initrd = s->initrd,
 		.image = t->image, .mem_mib = oci_config_mem_mib(&t->cfg, MIN_MEM_MIB, DEFAULT_MEM_MIB),
-		.cpus = oci_config_cpus(&t->cfg, MAX_CPUS), .hostname = t->cfg.hostname,
+		.cpus = oci_config_cpus(&t->cfg, MAX_CPUS),
+		/* Without one of its own, the container's id (docker's habit), if it is one. */
+		.hostname = t->cfg.hostname ? t->cfg.hostname : oci_hostname_valid(t->id) ? t->id : NULL,
 		.allow_net = t->cfg.allow_net, .nallow_net = t->cfg.nallow_net, .verbose = s->debug,
 	};
 	/* Restored from a snapshot of the same VM booted, made by the first

@@ -24,7 +24,7 @@ enum task_status {
 struct shim_task {
 	char id[PROC_ID_MAX + 1];
 	char bundle[TASK_PATH_MAX];
-	char rootfs[TASK_PATH_MAX + 8];   /* bundle/rootfs */
+	char rootfs[TASK_PATH_MAX + 8];   /* bundle/rootfs, or root.path without mounts */
 	bool rootfs_mounted;              /* by us: unmounted at Delete */
 	char image[TASK_PATH_MAX];        /* the root image the VM boots */
 	char vm_dir[SANDBOX_SOCKET_MAX];  /* its sockets */
