@@ -200,7 +200,7 @@ bool oci_hostname_valid(const char *h)
 static int take_resources(json_t *res, struct oci_config *c, char *err, size_t errlen)
 {
 	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu"), *v;
-	uint64_t u;
+	uint64_t u = 0;
 
 	if (!json_is_object(res))
 		return errmsg_invalid(err, errlen, "linux.resources is not an object");
