@@ -67,7 +67,7 @@ Test(ctl_msg, request_refusals)
 	memcpy(bad, buf, sizeof(bad));
 	bad[0] ^= 1;
 	cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
-	for (uint32_t op = 0; op <= CTL_OP_STOP + 1; op += CTL_OP_STOP + 1) {   /* unknown ops */
+	for (uint32_t op = 0; op <= CTL_OP_DISK_INSERT + 1; op += CTL_OP_DISK_INSERT + 1) {   /* unknown ops */
 		memcpy(bad, buf, sizeof(bad));
 		bad[8] = (uint8_t)op;
 		cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
@@ -85,6 +85,34 @@ Test(ctl_msg, request_refusals)
 	memcpy(bad, buf, sizeof(bad));
 	bad[sizeof(bad) - 1] = 'x';
 	cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
+}
+
+/* DISK_INSERT: one descriptor, a slot, a serial of at most 20 bytes; no
+ * other request carries a slot. */
+Test(ctl_msg, disk_insert)
+{
+	struct ctl_request r = { .op = CTL_OP_DISK_INSERT, .slot = 6 }, back;
+	uint8_t buf[CTL_REQUEST_LEN];
+	const char *why = "";
+
+	snprintf(r.dir, sizeof(r.dir), "ctr-6");
+	ctl_request_encode(&r, buf);
+	cr_assert_eq(ctl_request_decode(&back, buf, sizeof(buf), 1, &why), 0, "%s", why);
+	cr_assert_eq(back.op, CTL_OP_DISK_INSERT);
+	cr_assert_eq(back.slot, 6);
+	cr_assert_str_eq(back.dir, "ctr-6");
+	for (int n = 0; n <= CTL_NFDS; n++)
+		if (n != 1)
+			cr_assert_eq(ctl_request_decode(&back, buf, sizeof(buf), n, &why), -EBADMSG);
+	snprintf(r.dir, sizeof(r.dir), "%s", "123456789012345678901");   /* 21 bytes */
+	ctl_request_encode(&r, buf);
+	cr_assert_eq(ctl_request_decode(&back, buf, sizeof(buf), 1, &why), -EBADMSG);
+	cr_assert(strstr(why, "disk id"), "%s", why);
+	r.op = CTL_OP_STOP;
+	r.dir[0] = '\0';
+	ctl_request_encode(&r, buf);
+	cr_assert_eq(ctl_request_decode(&back, buf, sizeof(buf), 0, &why), -EBADMSG);
+	cr_assert(strstr(why, "slot"), "%s", why);
 }
 
 Test(ctl_msg, reply_round_trip_and_refusals)

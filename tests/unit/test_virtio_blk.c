@@ -518,3 +518,95 @@ Test(virtio_blk, same_head_twice_in_one_batch_fails_device)
 	cr_assert_leq(vd_used_idx(&d), 1, "the same head served twice");
 	expect_failed_then_recover();
 }
+
+/* ---- a spare slot (--spare-disks) and a disk inserted into it ---- */
+
+static void setup_empty(void)
+{
+	vd_teardown(&d);
+	vd_setup_ram(&d);
+	vd_make_image(&d);
+	cr_assert_eq(virtio_blk_init_empty(&d.blk, &d.mem, "vdb", "spare-0"), 0);
+	d.m = &d.blk.mmio;
+}
+
+static uint64_t config_capacity(void)
+{
+	return vd_reg(&d, R_CONFIG) | (uint64_t)vd_reg(&d, R_CONFIG + 4) << 32;
+}
+
+/* Empty, the slot has no sectors and fails every transfer without a disk
+ * behind it; an insert gives it the image's size, a new config generation
+ * and the config-change interrupt; then it serves the image copy-on-write
+ * under the new serial; a second insert is refused; and the VM can no
+ * longer be saved. */
+Test(virtio_blk, spare_slot_then_insert, .init = setup_empty)
+{
+	uint64_t buf = scratch(512), id = scratch(20), src = filled(512, 0x31);
+	struct disk disk, second;
+	struct snap_out o;
+	const char *why = "";
+	uint32_t gen;
+	int fd;
+
+	cr_assert_not(vd_device_features(&d) & FEAT_BLK_RO, "a spare slot is writable");
+	vd_init(&d, FEAT_BASIC);
+	cr_assert_eq(config_capacity(), 0);
+	expect_status(vd_blk1(&d, BLK_T_IN, 0, buf, 512), BLK_S_IOERR);
+	expect_status(vd_blk1(&d, BLK_T_OUT, 0, src, 512), BLK_S_IOERR);
+	expect_status(vd_blk(&d, BLK_T_FLUSH, 0, NULL, 0), BLK_S_IOERR);
+	expect_ok(vd_blk1(&d, BLK_T_GET_ID, 0, id, 20), 21);
+	cr_assert_str_eq((char *)d.ram + id, "spare-0");
+	gen = vd_reg(&d, 0x0fc);
+	vd_irqs(&d);
+	vd_set(&d, R_INT_ACK, vd_reg(&d, R_INT_STATUS));
+
+	fd = open(d.path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(disk_open_cow_fd(&disk, fd, &why), 0, "%s", why);
+	snprintf(disk.id, sizeof(disk.id), "ctr-1");
+	cr_assert_eq(virtio_blk_insert(&d.blk, &disk, &why), 0, "%s", why);
+	cr_assert_eq(config_capacity(), DISK_SECTORS);
+	cr_assert_eq(vd_reg(&d, 0x0fc), gen + 1, "the config generation moves");
+	cr_assert(vd_reg(&d, R_INT_STATUS) & INT_CONFIG, "a config-change interrupt");
+	cr_assert_eq(vd_irqs(&d), 1);
+	vd_set(&d, R_INT_ACK, INT_CONFIG);
+
+	expect_ok(vd_blk1(&d, BLK_T_IN, 3, buf, 512), 513);
+	expect_image_bytes(buf, 3 * 512, 512);
+	expect_ok(vd_blk1(&d, BLK_T_OUT, 3, src, 512), 1);
+	expect_ok(vd_blk1(&d, BLK_T_IN, 3, buf, 512), 513);
+	cr_assert_arr_eq(d.ram + buf, d.ram + src, 512);
+	cr_assert(vd_file_pristine(&d), "the inserted image was written");
+	memset(d.ram + id, 0, 20);
+	expect_ok(vd_blk1(&d, BLK_T_GET_ID, 0, id, 20), 21);
+	cr_assert_str_eq((char *)d.ram + id, "ctr-1");
+
+	fd = open(d.path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(disk_open_cow_fd(&second, fd, &why), 0, "%s", why);
+	cr_assert_eq(virtio_blk_insert(&d.blk, &second, &why), -EBUSY);
+	cr_assert(disk_is_open(&second), "a refused disk stays the caller's");
+	disk_close(&second);
+
+	snap_out_init(&o);
+	cr_assert_eq(virtio_mmio_save(d.m, &o, &why), -ENOTSUP);
+	cr_assert(strstr(why, "inserted"), "%s", why);
+	snap_out_free(&o);
+}
+
+/* An image opened for writing only, or not a disk at all, is refused by
+ * disk_open_cow_fd, which closes the descriptor either way. */
+Test(virtio_blk, insert_refuses_bad_descriptors, .init = setup_empty)
+{
+	struct disk disk;
+	const char *why = "";
+	int fd = open(d.path, O_WRONLY | O_CLOEXEC), pipefd[2];
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(disk_open_cow_fd(&disk, fd, &why), -EBADF);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the descriptor was closed");
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	cr_assert_eq(disk_open_cow_fd(&disk, pipefd[0], &why), -EINVAL, "%s", why);
+	close(pipefd[1]);
+	cr_assert_eq(config_capacity(), 0, "the slot stays empty");
+}

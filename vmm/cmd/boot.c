@@ -20,7 +20,8 @@ struct boot {
 /* --snapshot DIR: loaded and held against the flags the user gave. */
 static int boot_load(struct boot *b, struct cli *c)
 {
-	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
+	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given,
+				       c->spare_given };
 	const char *why = "";
 	int rc = restore_prepare(&b->snap, c->snapshot, &c->vm, &given, &b->restored, &why);
 

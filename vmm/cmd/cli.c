@@ -24,7 +24,7 @@ enum opt_id {
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE,
-	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER,
+	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
 };
 
 struct cli_option {
@@ -65,6 +65,9 @@ static const struct cli_option options[] = {
 	  "agent once tools/build-guest --agent built it, else minimal)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
 	  "(repeatable; /dev/vdb, /dev/vdc... after the rootfs)" },
+	{ "spare-disks", O_SPARE_DISKS, C_BOOT, "N", "N empty disk slots after the others, filled while the\n"
+	  "VM runs, through its control socket (the containerd\n"
+	  "shim puts a pod's containers there)" },
 	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
 	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "N", "vCPUs (default 1, at most 254)" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
@@ -427,6 +430,12 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		c->rootfs_given = true;
 		return SET_PATH(vm->rootfs, "rootfs", val);
 	case O_DISK: return add_disk(vm, val, err, errlen);
+	case O_SPARE_DISKS:
+		if (number("spare-disks", val, 0, CONFIG_MAX_DISKS - 1, false, &n, err, errlen))
+			return CLI_ERROR;
+		vm->spare_disks = (unsigned)n;
+		c->spare_given = true;
+		return CLI_OK;
 	case O_MEM:
 		if (number("mem", val, 1, CONFIG_MAX_MEM_MIB, false, &vm->mem_mib, err, errlen))
 			return CLI_ERROR;

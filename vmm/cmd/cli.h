@@ -26,7 +26,7 @@ struct cli {
 	struct net_policy net;     /* boot, run, snapshot, mcp: --allow-net, --resolve (never in a snapshot) */
 	int verbose;               /* -v count; vm.log_level follows it */
 	/* Which VM fields the user set (a snapshot must then agree with them). */
-	bool mem_given, cpus_given, kernel_given, rootfs_given;
+	bool mem_given, cpus_given, kernel_given, rootfs_given, spare_given;
 	/* Snapshots */
 	const char *snapshot;      /* boot, run: --snapshot DIR */
 	bool cold;                 /* run: --cold, boot instead of the default snapshot */

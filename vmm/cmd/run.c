@@ -289,7 +289,8 @@ void run_launch_init(struct launch *l, struct cli *c, struct gate *g, struct run
 int run_choose_vm(struct run_choice *ch, struct launch *l)
 {
 	struct cli *c = ch->cli;
-	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given };
+	struct restore_given given = { c->mem_given, c->cpus_given, c->kernel_given, c->rootfs_given,
+				       false };
 	char dir[CONFIG_PATH_MAX];
 	const char *why = "";
 	int code = agent_vm_config(&c->vm, c->verbose);

@@ -2,6 +2,7 @@
 #include "control/ctl_client.h"
 #include "control/ctl_msg.h"
 #include "lib/clock.h"
+#include "lib/errmsg.h"
 #include "lib/log.h"
 #include "lib/thread.h"
 #include "vm/snapshot.h"
@@ -301,11 +302,11 @@ int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, con
 	return ctl_client_call(vsock, CTL_OP_READY, deadline_ns, cancel_fd, why);
 }
 
-int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
-		    const char **why)
+/* One request, with fd (>= 0) alongside, answered as ctl_client_ready is. */
+static int request(const char *vsock, const struct ctl_request *req, int fd, uint64_t deadline_ns,
+		   int cancel_fd, const char **why)
 {
 	static _Thread_local char msg[CTL_TEXT_MAX + 64];
-	struct ctl_request req = { .op = op };
 	uint8_t out[CTL_REQUEST_LEN], in[CTL_REPLY_LEN];
 	uint64_t now = clock_now_ns();
 	struct ctl_reply r;
@@ -318,9 +319,9 @@ int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int
 	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -errno;
-	ctl_request_encode(&req, out);
+	ctl_request_encode(req, out);
 	n = connect(sock, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno :
-	    ctl_send(sock, out, sizeof(out), NULL, 0);
+	    ctl_send(sock, out, sizeof(out), fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 	if (!n)
 		n = ctl_recv(sock, in, sizeof(in), fds, 0, &nfds,
 			     now < deadline_ns ? (int)((deadline_ns - now) / 1000000) : 0, cancel_fd);
@@ -338,4 +339,23 @@ int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int
 		 n == 0 ? "the VM ended" : n == -ETIMEDOUT ? "timed out" : strerror(-n));
 	*why = msg;
 	return n == 0 ? -ECONNRESET : n;
+}
+
+int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
+		    const char **why)
+{
+	struct ctl_request req = { .op = op };
+
+	return request(vsock, &req, -1, deadline_ns, cancel_fd, why);
+}
+
+int ctl_client_disk_insert(const char *vsock, unsigned slot, int fd, const char *id,
+			   uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	struct ctl_request req = { .op = CTL_OP_DISK_INSERT, .slot = slot };
+
+	if (strlen(id) > CTL_DISK_ID_MAX)
+		return errmsg_why(why, -EINVAL, "a disk id longer than %d bytes", CTL_DISK_ID_MAX);
+	snprintf(req.dir, sizeof(req.dir), "%s", id);
+	return request(vsock, &req, fd, deadline_ns, cancel_fd, why);
 }

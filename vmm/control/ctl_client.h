@@ -28,4 +28,11 @@ int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, con
 int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
 		    const char **why);
 
+/* DISK_INSERT: the image open at fd (read access; the caller keeps its
+ * descriptor) into the VM's spare disk slot `slot` with serial `id` (""
+ * the image's own; at most CTL_DISK_ID_MAX bytes), answered as
+ * ctl_client_ready is (-EIO with *why the VM's reason when refused). */
+int ctl_client_disk_insert(const char *vsock, unsigned slot, int fd, const char *id,
+			   uint64_t deadline_ns, int cancel_fd, const char **why);
+
 #endif

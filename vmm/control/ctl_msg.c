@@ -68,25 +68,34 @@ void ctl_request_encode(const struct ctl_request *r, uint8_t *buf)
 	put32(buf + 8, r->op);
 	put32(buf + 12, (uint32_t)n);
 	memcpy(buf + 16, r->dir, n);
+	put32(buf + 16 + CTL_DIR_MAX, r->slot);
 }
 
 int ctl_request_decode(struct ctl_request *r, const uint8_t *buf, size_t len, int nfds,
 		       const char **why)
 {
-	bool saves;
+	bool saves, insert;
+	int want;
 
 	memset(r, 0, sizeof(*r));
 	if (len != CTL_REQUEST_LEN || memcmp(buf, CTL_MAGIC, CTL_MAGIC_LEN))
 		return errmsg_why(why, -EBADMSG, "not a mayfly control request");
 	r->op = get32(buf + 8);
-	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_STOP)
+	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_DISK_INSERT)
 		return errmsg_why(why, -EBADMSG, "unknown control operation %u", r->op);
 	saves = r->op == CTL_OP_PAUSE || r->op == CTL_OP_FORK;
-	if (nfds != (saves ? CTL_NFDS : 0))
+	insert = r->op == CTL_OP_DISK_INSERT;
+	want = saves ? CTL_NFDS : insert ? 1 : 0;
+	if (nfds != want)
 		return errmsg_why(why, -EBADMSG, "%d file descriptors with a control request (%d "
-				"expected)", nfds, saves ? CTL_NFDS : 0);
-	if (get_text(r->dir, buf + 16, get32(buf + 12), CTL_DIR_MAX))
-		return errmsg_why(why, -EBADMSG, "a malformed snapshot name in a control request");
+				"expected)", nfds, want);
+	if (get_text(r->dir, buf + 16, get32(buf + 12), CTL_DIR_MAX) ||
+	    (insert && strlen(r->dir) > CTL_DISK_ID_MAX))
+		return errmsg_why(why, -EBADMSG, "a malformed %s in a control request",
+				insert ? "disk id" : "snapshot name");
+	r->slot = get32(buf + 16 + CTL_DIR_MAX);
+	if (r->slot && !insert)
+		return errmsg_why(why, -EBADMSG, "a slot in a control request that has none");
 	return 0;
 }
 

@@ -8,10 +8,11 @@
 /* boot --vsock PATH listens on PATH.ctl (SOCK_SEQPACKET, mode 0600): host
  * side only, the guest never reaches it. */
 #define CTL_SUFFIX     ".ctl"
-#define CTL_MAGIC      "MFLYCTL1"     /* 8 bytes; a new layout gets a new one */
+#define CTL_MAGIC      "MFLYCTL2"     /* 8 bytes; a new layout gets a new one */
 #define CTL_MAGIC_LEN  8
 #define CTL_NFDS       3              /* memory, disk-vda, state */
 #define CTL_DIR_MAX    512            /* the snapshot's name, for the VM's log line */
+#define CTL_DISK_ID_MAX 20            /* DISK_INSERT's serial (virtio-blk's 20 bytes) */
 #define CTL_TEXT_MAX   240            /* a reply's reason */
 
 enum ctl_op {
@@ -23,6 +24,8 @@ enum ctl_op {
 	CTL_OP_SUSPEND = 6, /* the vCPUs and the I/O thread stop where they are: OK */
 	CTL_OP_RESUME = 7,  /* they go on: OK (also when not suspended) */
 	CTL_OP_STOP = 8,    /* end the VM now, exit 0 (its owner is done with it): OK */
+	CTL_OP_DISK_INSERT = 9,   /* the one descriptor's image into spare slot `slot`,
+				   * serial `dir` ("": the image's own): OK, else REFUSED */
 };
 
 enum ctl_status {
@@ -47,15 +50,16 @@ enum ctl_exit {
 	CTL_EXIT_REFUSED = 6,    /* this VM cannot be saved; it goes on running */
 };
 
-/* Magic, op u32, dir length u32, dir bytes (zero padded). */
-#define CTL_REQUEST_LEN (CTL_MAGIC_LEN + 8 + CTL_DIR_MAX)
+/* Magic, op u32, dir length u32, dir bytes (zero padded), slot u32. */
+#define CTL_REQUEST_LEN (CTL_MAGIC_LEN + 8 + CTL_DIR_MAX + 4)
 /* Magic, status u32, flags u32, five u64 (memory bytes, overlay bytes,
  * state bytes, guest paused us, total us), text length u32, text. */
 #define CTL_REPLY_LEN (CTL_MAGIC_LEN + 8 + 5 * 8 + 4 + CTL_TEXT_MAX)
 
 struct ctl_request {
 	uint32_t op;
-	char dir[CTL_DIR_MAX + 1];
+	char dir[CTL_DIR_MAX + 1];   /* a save's snapshot name; DISK_INSERT's serial */
+	uint32_t slot;               /* DISK_INSERT only (else 0) */
 };
 
 struct ctl_reply {
@@ -70,9 +74,10 @@ struct ctl_reply {
 void ctl_request_encode(const struct ctl_request *r, uint8_t *buf);
 
 /* A request as received with nfds descriptors: exactly CTL_REQUEST_LEN
- * bytes, the magic, a known op, CTL_NFDS descriptors for a pause or fork
- * and none otherwise, a dir length within bounds, printable, NUL-free,
- * and zero padding. 0 or -EBADMSG with *why. */
+ * bytes, the magic, a known op, CTL_NFDS descriptors for a pause or fork,
+ * one for DISK_INSERT and none otherwise, a dir length within bounds
+ * (CTL_DISK_ID_MAX for DISK_INSERT), printable, NUL-free, zero padding,
+ * and slot 0 but for DISK_INSERT. 0 or -EBADMSG with *why. */
 int ctl_request_decode(struct ctl_request *r, const uint8_t *buf, size_t len, int nfds,
 		       const char **why);
 

@@ -380,6 +380,19 @@ static void suspend(struct ctl_server *s, int fd, bool stop)
 	reply(fd, &r, CTL_ST_OK, stop ? "suspended" : "running");
 }
 
+/* DISK_INSERT (a pod's next container): the image the client opened goes
+ * into a spare slot. */
+static void insert_disk(struct ctl_server *s, int fd, const struct ctl_request *req, int image_fd)
+{
+	struct ctl_reply r = { 0 };
+	const char *why = "";
+
+	if (vm_devices_insert_disk(s->vm, req->slot, image_fd, req->dir, &why))
+		reply(fd, &r, CTL_ST_REFUSED, "%s", why);
+	else
+		reply(fd, &r, CTL_ST_OK, "inserted");
+}
+
 /* One client: one request. True when the VM ends. */
 static bool serve(struct ctl_server *s, int fd)
 {
@@ -405,6 +418,10 @@ static bool serve(struct ctl_server *s, int fd)
 	}
 	if (!bad && (req.op == CTL_OP_SUSPEND || req.op == CTL_OP_RESUME)) {
 		suspend(s, fd, req.op == CTL_OP_SUSPEND);
+		return false;
+	}
+	if (!bad && req.op == CTL_OP_DISK_INSERT) {
+		insert_disk(s, fd, &req, got[0]);
 		return false;
 	}
 	if (!bad && req.op == CTL_OP_STOP) {

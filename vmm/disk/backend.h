@@ -17,6 +17,12 @@
 int disk_file_open(struct disk *disk, const char *path, bool read_only, const char **why)
 	__attribute__((warn_unused_result));
 
+/* The same for fd, already open (a descriptor passed by another process):
+ * its access mode must allow read_only's use. The fd is the disk's on
+ * success and closed on failure. */
+int disk_file_adopt(struct disk *disk, int fd, bool read_only, const char **why)
+	__attribute__((warn_unused_result));
+
 /* Undo disk_file_open for a backend whose own setup failed. */
 void disk_file_close(struct disk *disk);
 

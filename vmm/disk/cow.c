@@ -212,13 +212,16 @@ static int cow_map_overlay(struct disk *disk, struct cow *c, int overlay_fd, con
 	return 0;
 }
 
-static int cow_open(struct disk *disk, const char *path, int overlay_fd, const char **why)
+/* base_fd >= 0: the base is that descriptor (taken), else path. */
+static int cow_open(struct disk *disk, const char *path, int base_fd, int overlay_fd,
+		    const char **why)
 {
 	struct cow *c;
 	int ret;
 
 	/* The base: read-only, share-locked, never written. */
-	ret = disk_file_open(disk, path, true, why);
+	ret = base_fd >= 0 ? disk_file_adopt(disk, base_fd, true, why) :
+	      disk_file_open(disk, path, true, why);
 	if (ret)
 		return ret;
 	if (disk->size > SIZE_MAX) {
@@ -264,7 +267,12 @@ err_close_file:
 
 int disk_open_cow(struct disk *disk, const char *path, const char **why)
 {
-	return cow_open(disk, path, -1, why);
+	return cow_open(disk, path, -1, -1, why);
+}
+
+int disk_open_cow_fd(struct disk *disk, int fd, const char **why)
+{
+	return cow_open(disk, NULL, fd, -1, why);
 }
 
 int disk_cow_set_quota(struct disk *disk, uint64_t bytes)
@@ -419,7 +427,7 @@ int disk_open_cow_restored(struct disk *disk, const char *base_path, const char 
 		return errmsg_why(why, ret, "cannot open the overlay file %s: %s", overlay_path,
 				strerror(-ret));
 	}
-	ret = cow_open(disk, base_path, fd, why);
+	ret = cow_open(disk, base_path, -1, fd, why);
 	close(fd);   /* the mapping keeps the file */
 	if (ret)
 		return ret;

@@ -72,19 +72,36 @@ static int disk_file_size(int fd, const struct stat *st, uint64_t *size, const c
 
 int disk_file_open(struct disk *disk, const char *path, bool read_only, const char **why)
 {
-	struct stat st;
-	int fd, flags, ret;
+	int fd;
 
 	memset(disk, 0, sizeof(*disk));
 	disk->fd = -1;
 	/* NONBLOCK so that a FIFO at PATH cannot hang us in open(); cleared
-	 * below once we know it is a file or block device. */
+	 * by disk_file_adopt once it knows it is a file or block device. */
 	fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		ret = -errno;
+		int ret = -errno;
+
 		*why = ret == -EISDIR ? "image is not a regular file or block device"
 				      : "cannot open the image";
 		return ret;
+	}
+	return disk_file_adopt(disk, fd, read_only, why);
+}
+
+int disk_file_adopt(struct disk *disk, int fd, bool read_only, const char **why)
+{
+	struct stat st;
+	int flags, ret, acc;
+
+	memset(disk, 0, sizeof(*disk));
+	disk->fd = -1;
+	acc = fcntl(fd, F_GETFL);
+	if (acc < 0 || (!read_only && (acc & O_ACCMODE) != O_RDWR) ||
+	    (read_only && (acc & O_ACCMODE) == O_WRONLY)) {
+		ret = acc < 0 ? -errno : -EBADF;
+		*why = "the image is not open for the access it needs";
+		goto err_close_fd;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;

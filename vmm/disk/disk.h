@@ -45,6 +45,17 @@ int disk_open_raw(struct disk *disk, const char *path, bool read_only, const cha
  * it. Same errors as disk_open_raw. */
 int disk_open_cow(struct disk *disk, const char *path, const char **why);
 
+/* The same for a base already open (fd, read access; a descriptor another
+ * process passed): the disk owns fd from here on, closed on failure too. */
+int disk_open_cow_fd(struct disk *disk, int fd, const char **why);
+
+/* Whether the disk holds an image: a spare slot's (struct virtio_blk's
+ * before an insert) does not. */
+static inline bool disk_is_open(const struct disk *disk)
+{
+	return disk->ops != NULL;
+}
+
 /* --disk-quota: a copy-on-write disk's overlay (host RAM) holds at most
  * `bytes` (rounded down to its 4 KiB blocks; a snapshot's blocks count):
  * a write that needs a block past it fails with -ENOSPC, which the guest

@@ -38,6 +38,9 @@ int restore_prepare(struct snapshot *snap, const char *dir, const struct vm_conf
 	else if (set->cpus && given->cpus != snap->cfg.cpus)
 		rc = errmsg_why(why, -EINVAL, "--cpus %u differs from the snapshot's %u", given->cpus,
 			      snap->cfg.cpus);
+	else if (set->spare_disks && given->spare_disks != snap->cfg.spare_disks)
+		rc = errmsg_why(why, -EINVAL, "--spare-disks %u differs from the snapshot's %u",
+			      given->spare_disks, snap->cfg.spare_disks);
 	else if (set->rootfs && !snap->cfg.rootfs[0])
 		rc = errmsg_why(why, -EINVAL, "the snapshot has no root image to replace");
 	if (!rc && set->kernel) {

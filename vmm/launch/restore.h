@@ -9,14 +9,15 @@
 
 /* Which fields of the given config the user set on the command line. */
 struct restore_given {
-	bool mem, cpus, kernel, rootfs;
+	bool mem, cpus, kernel, rootfs, spare_disks;
 };
 
 /* Load the snapshot in dir into snap and make *out the config vm_build
  * restores it with: the snapshot's own, plus what is each run's (id, log
  * level, console, KVM device, the vsock socket path) from given. Refused,
  * before any guest code runs, each with one line in *why:
- *   -EINVAL     --mem or --cpus given and not the snapshot's (usage)
+ *   -EINVAL     --mem, --cpus or --spare-disks given and not the
+ *               snapshot's (usage)
  *   -ESTALE     --kernel given and another kernel than the snapshot's; or
  *               the root image (the snapshot's, or --rootfs) with other
  *               content than the one snapshotted

@@ -34,7 +34,7 @@ static int cache_key(const struct vm_config *cfg, char key[KEY_CHARS + 1], const
 	struct image_id self, kernel, rootfs, initrd = { 0 };
 	uint8_t digest[IMAGE_HASH_LEN];
 	char hex[2 * IMAGE_HASH_LEN + 1];
-	uint64_t nums[3] = { SNAP_FORMAT_VERSION, cfg->mem_mib, cfg->cpus };
+	uint64_t nums[4] = { SNAP_FORMAT_VERSION, cfg->mem_mib, cfg->cpus, cfg->spare_disks };
 	SHA2_CTX ctx;
 	int rc;
 

@@ -152,7 +152,8 @@ static const struct seccomp_rule agent[] = {
 /* snapshot create's client: as the agent, then vm_snapshot_save on this
  * thread: pause, KVM's GET ioctls, the memory, overlay and state files.
  * Also boot --vsock's control socket thread (mayfly pause, fork): the same
- * save, into files its client passes. */
+ * save, into files its client passes; and DISK_INSERT, an image its client
+ * passes (fstat, fcntl, flock and mmap: the agent's and every thread's). */
 static const struct seccomp_rule snapshot[] = {
 	ALLOW(accept4, "boot --vsock: a client of the control socket PATH.ctl (mayfly pause, fork)"),
 	ALLOW(mkdir, "the hash cache of the memory file (an unjailed save)"),

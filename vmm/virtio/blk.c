@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/virtio_ids.h>
 #include <linux/virtio_ring.h>
+#include <stdio.h>
 #include <string.h>
 
 static void blk_config_read(void *dev, uint32_t offset, uint8_t *data, uint32_t len)
@@ -23,6 +24,9 @@ static uint8_t blk_execute(struct virtio_blk *blk, struct blk_request *req, uint
 	struct disk *disk = &blk->disk;
 	int rc = 0;
 
+	/* An empty slot has no sectors, so only a flush or GET_ID gets here. */
+	if (!disk_is_open(disk) && req->type != VIRTIO_BLK_T_GET_ID)
+		return VIRTIO_BLK_S_IOERR;
 	switch (req->type) {
 	case VIRTIO_BLK_T_IN:
 		rc = req->data_len ? disk->ops->readv(disk, req->iov, req->iovcnt, req->offset) : 0;
@@ -119,7 +123,9 @@ static int blk_save(void *dev, struct snap_out *o, const char **why)
 {
 	struct virtio_blk *blk = dev;
 
-	(void)why;
+	if (blk->inserted)
+		return errmsg_why(why, -ENOTSUP, "virtio-blk %s: a disk inserted while the VM ran "
+				"cannot be in a snapshot", blk->mmio.name);
 	snap_out_u64(o, blk->disk.size / DISK_SECTOR_SIZE);
 	return 0;
 }
@@ -173,6 +179,34 @@ int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct gues
 	rc = virtio_mmio_init(&blk->mmio, &blk_ops, blk, features, mem, name);
 	if (rc)
 		virtio_blk_destroy(blk);
+	return rc;
+}
+
+int virtio_blk_init_empty(struct virtio_blk *blk, const struct guest_mem *mem, const char *name,
+			  const char *id)
+{
+	struct disk none = { .fd = -1 };
+
+	snprintf(none.id, sizeof(none.id), "%s", id);
+	return virtio_blk_init(blk, &none, mem, name);
+}
+
+int virtio_blk_insert(struct virtio_blk *blk, struct disk *disk, const char **why)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&blk->mmio.lock);
+	if (disk_is_open(&blk->disk)) {
+		rc = errmsg_why(why, -EBUSY, "virtio-blk %s holds a disk already", blk->mmio.name);
+	} else {
+		blk->disk = *disk;
+		memset(disk, 0, sizeof(*disk));
+		disk->fd = -1;
+		blk->config.capacity = htole64(blk->disk.size / DISK_SECTOR_SIZE);
+		blk->inserted = true;
+		virtio_mmio_config_changed(&blk->mmio);
+	}
+	pthread_mutex_unlock(&blk->mmio.lock);
 	return rc;
 }
 

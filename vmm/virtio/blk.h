@@ -16,6 +16,7 @@ struct virtio_blk {
 	struct virtio_mmio mmio;      /* the transport; its opaque is this struct */
 	struct disk disk;             /* owned: closed by virtio_blk_destroy */
 	struct virtio_blk_config config;
+	bool inserted;                /* virtio_blk_insert filled the empty slot */
 	/* Scratch for the request in progress (I/O thread, transport lock held). */
 	struct vq_chain chain;
 	struct blk_request req;
@@ -28,13 +29,29 @@ struct virtio_blk {
 
 /* A snapshot of the device is its transport's: virtio_mmio_save and
  * virtio_mmio_restore on &blk->mmio, whose payload ends with the disk's
- * capacity in sectors (u64; a restore refuses another size with -EINVAL).
+ * capacity in sectors (u64; a restore refuses another size with -EINVAL;
+ * an empty slot's is 0). A slot filled by virtio_blk_insert refuses to be
+ * saved (-ENOTSUP).
  * The disk's contents are the disk's business (disk_cow_save). */
 
 /* Wrap an opened disk (ownership moves to blk) in a virtio-blk device
  * named `name` ("vda"). 0 or -errno. */
 int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct guest_mem *mem,
 		    const char *name) __attribute__((warn_unused_result));
+
+/* An empty slot (--spare-disks): no sectors, serial `id`; reads and
+ * writes fail (IOERR) until virtio_blk_insert. 0 or -errno. */
+int virtio_blk_init_empty(struct virtio_blk *blk, const struct guest_mem *mem, const char *name,
+			  const char *id) __attribute__((warn_unused_result));
+
+/* Put an opened disk (ownership moves to blk; its id is the serial the
+ * guest reads) into an empty slot while the VM runs: the capacity changes
+ * and the guest gets a config-change interrupt (Linux resizes the disk).
+ * Any thread; takes the transport lock. 0, or -EBUSY with *why when the
+ * slot holds a disk (disk then stays the caller's). The VM can no longer
+ * be saved (a snapshot would not hold the inserted disk). */
+int virtio_blk_insert(struct virtio_blk *blk, struct disk *disk, const char **why)
+	__attribute__((warn_unused_result));
 
 /* Log the request statistics at info level. */
 void virtio_blk_log_stats(const struct virtio_blk *blk);

@@ -118,6 +118,14 @@ void virtio_mmio_notify(struct virtio_mmio *m)
 	raise_irq(m, VIRTIO_MMIO_INT_VRING);
 }
 
+void virtio_mmio_config_changed(struct virtio_mmio *m)
+{
+	/* A driver reading config space across this sees the generation
+	 * move and reads again (virtio 1.2, 4.2.2.2). */
+	m->config_generation++;
+	raise_irq(m, VIRTIO_MMIO_INT_CONFIG);
+}
+
 void virtio_mmio_fail(struct virtio_mmio *m, const char *why)
 {
 	if (m->status & VIRTIO_CONFIG_S_NEEDS_RESET)

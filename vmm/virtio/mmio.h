@@ -111,6 +111,11 @@ void virtio_mmio_kick_event(void *kicker, uint32_t events);
  * interrupt. */
 void virtio_mmio_notify(struct virtio_mmio *m);
 
+/* Device side, lock held: the device's config space changed (a disk put
+ * into an empty slot): bump the config generation and raise the
+ * config-change interrupt. */
+void virtio_mmio_config_changed(struct virtio_mmio *m);
+
 /* Device side, lock held: the guest broke the protocol. Set NEEDS_RESET,
  * tell the driver (config-change interrupt), log `why` (once per failure,
  * and through lim_broken: a guest failing the device again after each

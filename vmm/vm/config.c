@@ -124,8 +124,8 @@ int config_check(const struct vm_config *cfg, char *err, size_t errlen)
 		why = "guest RAM outside 1 MiB .. 512 GiB";
 	else if (cfg->cpus == 0 || cfg->cpus > CONFIG_MAX_CPUS)
 		why = "vCPU count outside 1 .. 254";
-	else if (cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0) > CONFIG_MAX_DISKS)
-		why = "more than 8 disks, the rootfs included";
+	else if (cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0) + cfg->spare_disks > CONFIG_MAX_DISKS)
+		why = "more than 8 disks, the rootfs and spare slots included";
 	else if (!config_id_valid(cfg->id))
 		why = "VM id not 1-32 of [A-Za-z0-9._-]";
 	else if (!cfg->kernel[0])
@@ -178,6 +178,7 @@ void config_encode(const struct vm_config *cfg, struct snap_out *o)
 	snap_out_u64(o, cfg->mem_mib);
 	snap_out_u32(o, cfg->cpus);
 	snap_out_u32(o, cfg->vsock);
+	snap_out_u32(o, cfg->spare_disks);
 }
 
 int config_decode(struct vm_config *cfg, const void *data, size_t len, const char **why)
@@ -207,6 +208,8 @@ int config_decode(struct vm_config *cfg, const void *data, size_t len, const cha
 	cfg->mem_mib = snap_in_u64(&in);
 	cfg->cpus = snap_in_u32(&in);
 	cfg->vsock = snap_in_u32(&in) != 0;
+	/* Absent in a snapshot made before --spare-disks: none. */
+	cfg->spare_disks = in.left ? snap_in_u32(&in) : 0;
 	if (!ok || !snap_in_end(&in))
 		rc = errmsg_why(why, -EBADMSG, "snapshot config section is malformed");
 	else if (config_check(cfg, err, sizeof(err)))

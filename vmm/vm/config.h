@@ -54,6 +54,7 @@ struct vm_config {
 	bool vsock;                   /* a virtio-vsock device, and the guest starts its agent */
 	char vsock_path[CONFIG_VSOCK_PATH_MAX + 1];   /* its Unix socket; "": in-process only */
 	uint64_t disk_quota;          /* --disk-quota: bytes the rootfs overlay may hold */
+	unsigned spare_disks;         /* --spare-disks: empty virtio-blk slots after the disks */
 };
 
 /* Defaults: 256 MiB, one vCPU, /dev/kvm, warnings only, a random id,

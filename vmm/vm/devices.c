@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Sections: format.h. A virtio device's slot follows from the builder's
  * order, which a restore repeats from the same config. */
@@ -30,8 +31,13 @@ static int save_disks(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		const struct disk *d = &vm->blks[i].disk;
 		struct snap_out o;
 		struct stat st;
-		int rc = disk_check_snapshot(d, why);
+		int rc;
 
+		/* An empty slot has nothing to save; an inserted disk's device
+		 * refuses the save (virtio_blk's own part). */
+		if (!disk_is_open(d) || vm->blks[i].inserted)
+			continue;
+		rc = disk_check_snapshot(d, why);
 		if (rc)
 			return rc;
 		if (!disk_is_cow(d))
@@ -144,6 +150,43 @@ int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char 
 	if (snapshot_path(s->dir, file, path, sizeof(path)))
 		return errmsg_why(why, -ENAMETOOLONG, "snapshot path too long");
 	return disk_open_cow_restored(disk, base, path, sec->data, sec->len, why);
+}
+
+int vm_devices_insert_disk(struct vm *vm, unsigned slot, int fd, const char *id,
+			   const char **why)
+{
+	unsigned spare = vm->cfg->spare_disks;
+	struct virtio_blk *blk;
+	struct disk disk;
+	struct stat st;
+	int rc;
+
+	/* A regular file only: a block device's size needs an ioctl this
+	 * (seccomp-filtered) thread may not make. */
+	if (slot >= spare || strlen(id) > DISK_ID_LEN || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return slot >= spare ? errmsg_why(why, -EINVAL, "no spare disk slot %u (the VM has %u)",
+						  slot, spare) :
+		       strlen(id) > DISK_ID_LEN ? errmsg_why(why, -EINVAL, "a disk id longer than %d "
+							    "bytes", DISK_ID_LEN) :
+		       errmsg_why(why, -EINVAL, "the image to insert is not a regular file");
+	}
+	blk = &vm->blks[vm->nr_blks - spare + slot];
+	rc = disk_open_cow_fd(&disk, fd, why);
+	if (rc)
+		return rc;
+	if (id[0])
+		snprintf(disk.id, sizeof(disk.id), "%s", id);
+	disk_cow_set_quota(&disk, vm->cfg->disk_quota);
+	rc = virtio_blk_insert(blk, &disk, why);
+	if (rc) {
+		disk_close(&disk);
+		return rc;
+	}
+	log_info("%s: disk inserted into spare slot %u, serial %s, %llu MiB (writes stay in this "
+		 "VM's memory)", blk->mmio.name, slot, blk->disk.id,
+		 (unsigned long long)(blk->disk.size >> 20));
+	return 0;
 }
 
 int vm_devices_wait_idle(struct vm *vm, int timeout_ms, const char **why)

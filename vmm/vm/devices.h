@@ -31,6 +31,16 @@ void vm_devices_resume(struct vm *vm);
 int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char *base,
 			const char *name, const char **why);
 
+/* Put the image open at fd (read access; taken, closed on failure too)
+ * into the VM's empty spare slot `slot` (0 .. --spare-disks - 1) as a
+ * copy-on-write disk with serial `id` ("": the image's own), its writes in
+ * this process's memory within --disk-quota. Any thread while the VM runs;
+ * the guest sees the disk grow from empty (a config-change interrupt).
+ * 0, or -errno with *why: -EINVAL no such slot, a bad id; -EBUSY the slot
+ * is filled; a disk_open_cow error for the image. */
+int vm_devices_insert_disk(struct vm *vm, unsigned slot, int fd, const char *id,
+			   const char **why);
+
 /* Wait up to timeout_ms until the vsock device holds no connection (the
  * agent closed them after QUIESCE). 0, or -EBUSY with *why. */
 int vm_devices_wait_idle(struct vm *vm, int timeout_ms, const char **why);

@@ -221,12 +221,32 @@ static int vm_open_disk(struct vm *vm, const char *path, bool cow, bool read_onl
 	return vm_add_virtio(vm, &blk->mmio);
 }
 
-/* The rootfs (vda), then each --disk. Like the kernel and initrd, a bad
- * image is reported before KVM is touched. */
+/* An empty slot (--spare-disks) for a disk inserted while the VM runs;
+ * its serial "spare-K" until then. */
+static int vm_add_spare_disk(struct vm *vm, unsigned k)
+{
+	struct virtio_blk *blk = &vm->blks[vm->nr_blks];
+	char name[8], id[DISK_ID_LEN + 1];
+	int rc;
+
+	snprintf(name, sizeof(name), "vd%c", 'a' + vm->nr_blks);
+	snprintf(id, sizeof(id), "spare-%u", k);
+	rc = virtio_blk_init_empty(blk, &vm->mem, name, id);
+	if (rc) {
+		log_error("cannot set up virtio-blk %s: %s", name, strerror(-rc));
+		return EXIT_INTERNAL;
+	}
+	vm->nr_blks++;
+	log_info("%s: empty slot %u, for a disk inserted while the VM runs", name, k);
+	return vm_add_virtio(vm, &blk->mmio);
+}
+
+/* The rootfs (vda), each --disk, then the spare slots. Like the kernel
+ * and initrd, a bad image is reported before KVM is touched. */
 static int vm_open_disks(struct vm *vm)
 {
 	const struct vm_config *cfg = vm->cfg;
-	unsigned total = cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0);
+	unsigned total = cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0) + cfg->spare_disks;
 	int rc = 0;
 
 	if (!total)
@@ -240,6 +260,8 @@ static int vm_open_disks(struct vm *vm)
 		rc = vm_open_disk(vm, cfg->rootfs, true, false);
 	for (unsigned i = 0; !rc && i < cfg->nr_disks; i++)
 		rc = vm_open_disk(vm, cfg->disks[i].path, false, cfg->disks[i].read_only);
+	for (unsigned k = 0; !rc && k < cfg->spare_disks; k++)
+		rc = vm_add_spare_disk(vm, k);
 	return rc;
 }
 
