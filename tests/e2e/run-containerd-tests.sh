@@ -5,7 +5,8 @@
 # by make-ctr-images (no registry), and ctr as the client. Points: ctr run --rm
 # prints and exits with the container's code; stdin piped; -t on a terminal; ctr
 # task exec; ctr task kill (TERM, KILL: 137); ctr task pause/resume; ctr task ls and
-# ps; ctr events in containerd's order; several containers at once; a shim killed
+# ps; ctr events in containerd's order; several containers at once; a pod's
+# containers in one VM (the CRI annotations); a shim killed
 # with SIGKILL, then ctr task delete cleans up; containerd restarted mid-run and
 # the task still answers; bad requests (an image without the program, a bundle
 # without its root, a malformed rule) get a clear error; nothing left behind (VM
@@ -25,6 +26,8 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
+# shellcheck source-path=SCRIPTDIR source=containerd-lib.sh
+. "$(dirname "$0")/containerd-lib.sh"
 busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat ls cut id awk \
 	mkdir ps kill sort uniq find mount
 [ $# -eq 3 ] || usage "run-containerd-tests.sh SHIM GUESTDIR TOOLDIR"
@@ -50,14 +53,13 @@ export PATH
 MAYFLY_GUEST_DIR=$(cd "$guestdir" && pwd)
 MAYFLY_CACHE=$work/cache
 export MAYFLY_GUEST_DIR MAYFLY_CACHE
-sock=$work/c.sock
-ctd_pid=""
+sock=$work/c.sock   # containerd_start's containerd_sock
 tap_cleanup() {
 	ctr_q task ls -q 2>/dev/null | while read -r t; do
 		ctr_q task kill -s KILL "$t" >/dev/null 2>&1
 		ctr_q task delete "$t" >/dev/null 2>&1
 	done
-	[ -z "$ctd_pid" ] || kill "$ctd_pid" 2>/dev/null
+	containerd_stop
 	sleep 1
 	for p in $(ps -o pid,args | awk '$2 ~ /containerd-shim-mayfly-v2$/ { print $1 }'); do
 		kill -9 "$p" 2>/dev/null
@@ -72,29 +74,9 @@ tap_diag() {
 	tap_tail -n 15 "#   containerd: " "$work/containerd.log"
 }
 
-cat >"$work/config.toml" <<EOF
-version = 2
-root = "$work/root"
-state = "$work/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = "$sock"
-[ttrpc]
-  address = "$sock.ttrpc"
-EOF
-
-# start_containerd: containerd in the background; waits until it answers.
+# start_containerd: ours (containerd-lib.sh), on $work; bails if it never answers.
 start_containerd() {
-	containerd --config "$work/config.toml" >>"$work/containerd.log" 2>&1 &
-	ctd_pid=$!
-	i=0
-	while ! ctr -a "$sock" version >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 100 ] || bail "containerd did not answer within 30 s"
-		sleep 0.3
-	done
+	containerd_start "$work" || bail "containerd did not answer within 30 s"
 }
 
 # ctr_q ARGS...: ctr on our containerd.
@@ -272,6 +254,65 @@ done
 [ -z "$bad" ] || fail "containers without their output:$bad"
 tap "$n_at_once containers at once, each with its own output"
 
+# ---- a pod: its containers in one VM ------------------------------------------
+
+# The annotations containerd's CRI plugin sets (ctr cannot make a pod): the
+# sandbox container first, then the pod's other containers.
+sandbox_of() {
+	echo "--annotation io.kubernetes.cri.sandbox-id=$1 --annotation io.kubernetes.cri.container-type=$2"
+}
+# shellcheck disable=SC2086,SC2046
+c run -d $run_flags $(sandbox_of pod1 sandbox) "$img" pod1 sleep 1001
+wait_status pod1 RUNNING || fail "pod1's sandbox never ran: $(head -c 300 "$work/err")"
+vms=$(vm_procs)
+# shellcheck disable=SC2086,SC2046
+c run -d $run_flags $(sandbox_of pod1 container) "$img" pod1-a sh -c 'echo mine >/tmp/a; exec sleep 1000'
+wait_status pod1-a RUNNING || fail "pod1-a never ran: $(head -c 300 "$work/err")"
+[ "$(vm_procs)" = "$vms" ] || fail "pod1-a has a VM of its own ($vms VM processes, then $(vm_procs))"
+# One kernel: pod1-a sees the sandbox's process; its own root: pod1 does not see
+# pod1-a's file.
+c task exec --exec-id see pod1-a ps
+grep -q 'sleep 1001' "$work/out" || fail "pod1-a does not see its pod's sandbox process: $(head -c 300 "$work/out")"
+c task exec --exec-id own pod1-a cat /tmp/a
+grep -qx mine "$work/out" || fail "pod1-a's exec does not run in its root"
+c task exec --exec-id other pod1 cat /tmp/a
+[ "$rc" != 0 ] || fail "the sandbox sees pod1-a's file: the roots are not apart"
+# shellcheck disable=SC2086,SC2046
+c run --rm $run_flags $(sandbox_of pod1 container) "$img" pod1-b sh -c 'echo b-ran; exit 3'
+[ "$rc" = 3 ] && grep -qx b-ran "$work/out" || fail "pod1-b: rc $rc, out $(head -c 200 "$work/out")"
+c task kill -s KILL pod1-a
+wait_status pod1-a STOPPED || fail "pod1-a did not stop"
+c task delete pod1-a
+c container delete pod1-a
+[ "$(task_status pod1)" = RUNNING ] || fail "the sandbox stopped with its member: $(task_status pod1)"
+c task exec --exec-id after pod1 true
+[ "$rc" = 0 ] || fail "the pod's VM no longer runs execs after a member's delete"
+c task kill -s KILL pod1
+wait_status pod1 STOPPED
+c task delete pod1
+c container delete pod1
+[ "$(vm_procs)" = 0 ] || fail "$(vm_procs) VM processes left by the pod"
+tap "a pod: containers with its sandbox's CRI annotations run in its VM, each in its own root"
+
+# The sandbox ends first (its VM with it): the member's process ends too, and
+# both delete cleanly in either order.
+# shellcheck disable=SC2086,SC2046
+c run -d $run_flags $(sandbox_of pod2 sandbox) "$img" pod2 sleep 1000
+wait_status pod2 RUNNING || fail "pod2's sandbox never ran"
+# shellcheck disable=SC2086,SC2046
+c run -d $run_flags $(sandbox_of pod2 container) "$img" pod2-a sleep 1000
+wait_status pod2-a RUNNING || fail "pod2-a never ran: $(head -c 300 "$work/err")"
+c task kill -s KILL pod2
+wait_status pod2 STOPPED || fail "pod2 did not stop"
+wait_status pod2-a STOPPED || fail "pod2-a runs on without its pod's VM: $(task_status pod2-a)"
+c task delete pod2
+c task delete pod2-a
+[ "$rc" = 0 ] || fail "pod2-a's delete after its sandbox's: $(head -c 200 "$work/err")"
+c container delete pod2
+c container delete pod2-a
+[ "$(vm_procs)" = 0 ] || fail "$(vm_procs) VM processes left by pod2"
+tap "a pod whose sandbox ends first: its member ends with it; both delete cleanly"
+
 # ---- bad requests --------------------------------------------------------------
 
 # shellcheck disable=SC2086
@@ -315,8 +356,7 @@ tap "a shim killed with SIGKILL: ctr task delete cleans up (no VM, no mount)"
 # shellcheck disable=SC2086
 c run -d $run_flags "$img" s2 sh -c 'echo before >/tmp/f; exec sleep 1000'
 wait_status s2 RUNNING || fail "s2 never ran"
-kill "$ctd_pid"
-wait "$ctd_pid" 2>/dev/null
+containerd_stop
 start_containerd
 wait_status s2 RUNNING || fail "after containerd's restart s2 is $(task_status s2)"
 c task exec --exec-id after-restart s2 cat /tmp/f

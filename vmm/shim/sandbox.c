@@ -42,9 +42,20 @@ static void *reap(void *arg)
 	return NULL;
 }
 
+/* --spare-disks: part of the VM's device set, so of its snapshot (and its
+ * key) too; a restore takes the snapshot's. */
+static int spare_args(const struct sandbox_config *c, char **argv, int n, char bufs[4][160])
+{
+	if (c->spare_disks) {
+		snprintf(bufs[3], sizeof(bufs[3]), "--spare-disks=%u", c->spare_disks);
+		argv[n++] = bufs[3];
+	}
+	return n;
+}
+
 /* The options that make c's VM (a snapshot's key: not its id, socket,
  * hostname or network), after argv[0..n). */
-static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs[3][160])
+static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs[4][160])
 {
 	argv[n++] = "--kernel";
 	argv[n++] = (char *)c->kernel;
@@ -60,6 +71,7 @@ static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs
 	 * the VM's own root stays the initramfs (mayfly's init and agent). */
 	argv[n++] = "--cmdline-append";
 	argv[n++] = "mayfly.container=/dev/vda";
+	n = spare_args(c, argv, n, bufs);
 	if (c->cpu_pct) {
 		snprintf(bufs[2], sizeof(bufs[2]), "--cpu-quota=%u", c->cpu_pct);
 		argv[n++] = bufs[2];
@@ -72,7 +84,7 @@ static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs
 
 /* `self vm ...`: mayfly boot's options for c, cold or restored. */
 static void build_argv(const struct sandbox_config *c, const char *vsock, char **argv,
-		       char bufs[3][160])
+		       char bufs[4][160])
 {
 	int n = 0;
 
@@ -86,7 +98,7 @@ static void build_argv(const struct sandbox_config *c, const char *vsock, char *
 		argv[n++] = "--snapshot";
 		argv[n++] = (char *)c->snapshot;
 		argv[n++] = "--rootfs";   /* the snapshot's image, by content */
-		argv[n++] = (char *)c->image;
+		argv[n++] = (char *)c->image;   /* spare disk slots: the snapshot's */
 		if (c->cpu_pct) {
 			snprintf(bufs[2], sizeof(bufs[2]), "--cpu-quota=%u", c->cpu_pct);
 			argv[n++] = bufs[2];
@@ -193,11 +205,9 @@ static pid_t spawn(char **argv, int out_fd)
 	return pid;
 }
 
-/* The container's hostname, set in the VM (a restored guest has its
- * snapshot's): `hostname NAME` run by the agent in the VM's own root. */
-static int set_hostname(struct sandbox *s, const char *name, char *err, size_t errlen)
+int sandbox_guest_run(struct sandbox *s, char *const *argv, int argc, const char *what, char *err,
+		      size_t errlen)
 {
-	char *argv[] = { "hostname", (char *)name, NULL };
 	struct agent_client *client = calloc(1, sizeof(*client));
 	struct exec_spec spec;
 	struct exec_result res;
@@ -208,17 +218,45 @@ static int set_hostname(struct sandbox *s, const char *name, char *err, size_t e
 	rc = sandbox_connect(s, client, err, errlen);
 	if (!rc) {
 		session_spec_init(&spec);
-		spec.argv = argv;
-		spec.argc = 2;
+		spec.argv = (char **)argv;
+		spec.argc = argc;
 		spec.out_fd = spec.err_fd = -1;
 		spec.deadline_ns = clock_now_ns() + CTL_WAIT_S * NS;
 		session_exec(client, &spec, &res);
-		if (res.exit_code)
-			rc = errmsg_invalid(err, errlen, "cannot set the hostname '%s' in the VM: %s", name,
-					    res.error[0] ? res.error : "hostname failed");
+		if (res.exit_code) {
+			snprintf(err, errlen, "%s in the VM failed: %s", what,
+				 res.error[0] ? res.error : "exit status not 0");
+			rc = -EIO;
+		}
 	}
 	agent_client_close(client);
 	free(client);
+	return rc;
+}
+
+/* The container's hostname, set in the VM (a restored guest has its
+ * snapshot's): `hostname NAME` run by the agent in the VM's own root. */
+static int set_hostname(struct sandbox *s, const char *name, char *err, size_t errlen)
+{
+	char *argv[] = { "hostname", (char *)name, NULL };
+
+	return sandbox_guest_run(s, argv, 2, "setting the hostname", err, errlen);
+}
+
+int sandbox_insert_disk(struct sandbox *s, unsigned slot, const char *image, const char *id,
+			char *err, size_t errlen)
+{
+	const char *why = "";
+	int fd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc;
+
+	if (fd < 0)
+		return errmsg_invalid(err, errlen, "cannot open '%.200s': %s", image, strerror(errno));
+	rc = ctl_client_disk_insert(s->vsock, slot, fd, id, clock_now_ns() + CTL_WAIT_S * NS, s->pidfd,
+				    &why);
+	close(fd);
+	if (rc)
+		snprintf(err, errlen, "cannot insert the container's disk into the pod's VM: %s",
+			 rc == -ENAMETOOLONG ? "no control socket" : why);
 	return rc;
 }
 
@@ -239,7 +277,7 @@ static void wait_for_socket(struct sandbox *s, uint64_t deadline_ns)
 
 int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, size_t errlen)
 {
-	char *argv[SANDBOX_MAX_ARGS + 1], bufs[3][160];
+	char *argv[SANDBOX_MAX_ARGS + 1], bufs[4][160];
 	struct agent_client *probe;
 	const char *why = "";
 	uint64_t deadline;
@@ -296,7 +334,7 @@ int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, 
 int sandbox_snapshot(const struct sandbox_config *c, char *dir, size_t len, char *err,
 		     size_t errlen)
 {
-	char *argv[SANDBOX_MAX_ARGS + 1], bufs[3][160];
+	char *argv[SANDBOX_MAX_ARGS + 1], bufs[4][160];
 	int pipefd[2], status = 0;
 	size_t got = 0;
 	pid_t pid;

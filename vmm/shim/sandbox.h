@@ -29,6 +29,7 @@ struct sandbox_config {
 	int nallow_net;
 	bool verbose;              /* the VM logs at info level (the shim's -debug) */
 	const char *snapshot;      /* NULL: boot cold; else restore this (sandbox_snapshot's) */
+	unsigned spare_disks;      /* empty disk slots for a pod's other containers (--spare-disks) */
 };
 
 struct sandbox {
@@ -63,6 +64,19 @@ int sandbox_snapshot(const struct sandbox_config *c, char *dir, size_t len, char
 /* A new connection to the guest agent (one per process the shim runs).
  * 0 or -errno with one line in err. */
 int sandbox_connect(struct sandbox *s, struct agent_client *client, char *err, size_t errlen);
+
+/* Run argv (argc words) in the VM's own root (the initramfs: mayfly's
+ * init and busybox, not a container's), as root, up to CTL_WAIT_S. 0 when
+ * it exits 0; else -EIO (or -errno) with one line in err naming `what`. */
+int sandbox_guest_run(struct sandbox *s, char *const *argv, int argc, const char *what, char *err,
+		      size_t errlen);
+
+/* Insert the ext4 image at `image` (opened read-only here: the jailed VM
+ * cannot open it) into the VM's empty spare disk slot `slot`, with serial
+ * `id`: the guest sees a copy-on-write disk, its writes in the VM's memory.
+ * 0 or -errno with one line in err. */
+int sandbox_insert_disk(struct sandbox *s, unsigned slot, const char *image, const char *id,
+			char *err, size_t errlen);
 
 /* Stop (suspend) or let go on (resume) the VM's vCPUs and devices. 0 or
  * -errno with one line in err. */

@@ -57,6 +57,18 @@ static struct shim_proc *find_proc(struct shim_task *t, const char *exec_id)
 	return NULL;
 }
 
+/* The task whose VM t's processes run in: its pod's sandbox, or t. */
+static struct shim_task *owner(const struct shim_task *t)
+{
+	return (struct shim_task *)(t->pod ? t->pod : t);
+}
+
+/* A task's init pid, as containerd sees it: its VM's host process. */
+static uint32_t init_pid(const struct shim_task *t)
+{
+	return (uint32_t)owner(t)->vm.pid;
+}
+
 /* The task (and process) a call names, or -ENOENT with err. */
 static int lookup(struct task_service *s, const char *id, const char *exec_id,
 		  struct shim_task **t, struct shim_proc **p, char *err, size_t errlen)
@@ -89,7 +101,7 @@ static void publish(struct task_service *s, enum shim_event_kind kind, const str
 	snprintf(e.container_id, sizeof(e.container_id), "%s", t->id);
 	if (p) {
 		snprintf(e.exec_id, sizeof(e.exec_id), "%s", p->exec_id);
-		e.pid = p == &t->init ? (uint32_t)t->vm.pid : p->pid;
+		e.pid = p == &t->init ? init_pid(t) : p->pid;
 		e.exit_status = p->exit_status;
 		e.at = p->exited_at;
 	}
@@ -130,14 +142,11 @@ static int check_rules(const struct oci_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-/* The root, the image and the VM: everything Create makes, unlocked (the
- * task is in the list, marked busy). */
-static int make_vm(struct task_service *s, struct shim_task *t, const struct task_create *c,
-		   char *err, size_t errlen)
+/* The container's root as an ext4 image (rootfs.c): from containerd's
+ * mounts, or the bundle's root.path. */
+static int make_image(struct shim_task *t, const struct task_create *c, char *err, size_t errlen)
 {
-	char origin[8 * 1024], id[33], snapshot[TASK_PATH_MAX];
-	struct sandbox_config sc;
-	struct runtime_state st;
+	char origin[8 * 1024];
 	bool built = false, by_content = true;
 	int rc;
 
@@ -160,10 +169,34 @@ static int make_vm(struct task_service *s, struct shim_task *t, const struct tas
 	}
 	rc = rootfs_image(t->rootfs, origin, by_content, t->image, sizeof(t->image), &built, err,
 			  errlen);
-	if (rc)
-		return rc;
-	if (built)
+	if (!rc && built)
 		log_info("task %s: built its root image %s", t->id, t->image);
+	return rc;
+}
+
+/* For `delete`, should this shim be killed: what to clean up. */
+static void save_state(struct shim_task *t)
+{
+	struct runtime_state st = { .rootfs_mounted = t->rootfs_mounted };
+
+	if (t->vm_started) {
+		st.vm_pid = t->vm.pid;
+		st.vm_start_time = runtime_start_time(t->vm.pid);
+		snprintf(st.vm_dir, sizeof(st.vm_dir), "%s", t->vm_dir);
+	}
+	if (runtime_state_save(t->bundle, &st))
+		log_warn("task %s: cannot save the shim's state in the bundle", t->id);
+}
+
+/* A VM of t's own, restored from the snapshot of its image's VM booted
+ * (made by the first container of that image; cold if there can be
+ * none). A pod's sandbox gets the spare disk slots its members use. */
+static int boot_vm(struct task_service *s, struct shim_task *t, char *err, size_t errlen)
+{
+	char id[33], snapshot[TASK_PATH_MAX];
+	struct sandbox_config sc;
+	int rc;
+
 	if ((size_t)snprintf(t->vm_dir, sizeof(t->vm_dir), "%s/%08x%04x", s->run_dir,
 			     (unsigned)getpid(), (unsigned)(uintptr_t)t & 0xffff) >= sizeof(t->vm_dir) - 16)
 		return errmsg_invalid(err, errlen, "the shim's run directory is too long");
@@ -177,24 +210,79 @@ static int make_vm(struct task_service *s, struct shim_task *t, const struct tas
 		/* Without one of its own, the container's id (docker's habit), if it is one. */
 		.hostname = t->cfg.hostname ? t->cfg.hostname : oci_hostname_valid(t->id) ? t->id : NULL,
 		.allow_net = t->cfg.allow_net, .nallow_net = t->cfg.nallow_net, .verbose = s->debug,
+		.spare_disks = t->cfg.is_sandbox ? TASK_POD_SLOTS : 0,
 	};
-	/* Restored from a snapshot of the same VM booted, made by the first
-	 * container of this image; cold if there can be none. */
 	if (sandbox_snapshot(&sc, snapshot, sizeof(snapshot), err, errlen) == 0)
 		sc.snapshot = snapshot;
 	else
 		log_warn("task %s: booting cold: %s", t->id, err);
 	rc = sandbox_start(&t->vm, &sc, err, errlen);
+	if (!rc)
+		t->vm_started = true;
+	return rc;
+}
+
+/* A member of a pod whose sandbox task this shim serves: its image into
+ * a spare slot of the sandbox's VM, mounted there by the guest's init at
+ * a root of its own. -ENOENT (nothing done) when there is no such
+ * sandbox running here. */
+static int join_pod(struct task_service *s, struct shim_task *t, char *err, size_t errlen)
+{
+	char serial[16];
+	char *argv[6] = { "/init", "--add-container", serial, t->root_in_guest, NULL, NULL };
+	struct shim_task *pod;
+	int rc, argc = 4;
+
+	pthread_mutex_lock(&s->lock);
+	pod = find(s, t->cfg.sandbox_id);
+	if (!pod || !pod->cfg.is_sandbox || !pod->vm_started || pod->vm_stopping) {
+		pthread_mutex_unlock(&s->lock);
+		return -ENOENT;
+	}
+	if (pod->slots_used >= TASK_POD_SLOTS) {
+		pthread_mutex_unlock(&s->lock);
+		snprintf(err, errlen, "pod %.80s has had %d containers: no disk slot is left in its VM",
+			 pod->id, TASK_POD_SLOTS);
+		return -EBUSY;
+	}
+	t->slot = pod->slots_used++;
+	pod->members++;
+	t->pod = pod;
+	pthread_mutex_unlock(&s->lock);
+	snprintf(serial, sizeof(serial), "ctr-%u", t->slot);
+	snprintf(t->root_in_guest, sizeof(t->root_in_guest), "/run/mayfly/c/%u", t->slot);
+	if (t->cfg.hostname)
+		argv[argc++] = t->cfg.hostname;
+	rc = sandbox_insert_disk(&pod->vm, t->slot, t->image, serial, err, errlen);
+	if (!rc)
+		rc = sandbox_guest_run(&pod->vm, argv, argc, "mounting the container's root", err,
+				       errlen);
+	if (!rc)
+		log_info("task %s: in pod %s's VM, its root on disk slot %u", t->id, pod->id, t->slot);
+	return rc;
+}
+
+/* Everything Create makes, unlocked (the task is in the list, marked
+ * busy): the image, then a VM of its own or a place in its pod's. */
+static int make_vm(struct task_service *s, struct shim_task *t, const struct task_create *c,
+		   char *err, size_t errlen)
+{
+	int rc = make_image(t, c, err, errlen);
+
 	if (rc)
 		return rc;
-	t->vm_started = true;
-	/* For `delete`, should this shim be killed: what to clean up. */
-	st = (struct runtime_state){ .vm_pid = t->vm.pid, .vm_start_time = runtime_start_time(t->vm.pid),
-				     .rootfs_mounted = t->rootfs_mounted };
-	snprintf(st.vm_dir, sizeof(st.vm_dir), "%s", t->vm_dir);
-	if (runtime_state_save(t->bundle, &st))
-		log_warn("task %s: cannot save the shim's state in the bundle", t->id);
-	return 0;
+	rc = -ENOENT;
+	if (t->cfg.sandbox_id && !t->cfg.is_sandbox) {
+		rc = join_pod(s, t, err, errlen);
+		if (rc == -ENOENT)
+			log_info("task %s: its pod's sandbox %.80s is not running in this shim: a VM of "
+				 "its own", t->id, t->cfg.sandbox_id);
+	}
+	if (rc == -ENOENT)
+		rc = boot_vm(s, t, err, errlen);
+	if (!rc)
+		save_state(t);
+	return rc;
 }
 
 /* End t's VM once, whoever asks first (the init's end, Delete, the
@@ -217,10 +305,17 @@ static void stop_vm(struct task_service *s, struct shim_task *t)
 	pthread_cond_broadcast(&s->changed);
 }
 
-/* Undo make_vm (any part of it); the VM is stopped already. */
+/* Undo make_vm (any part of it); its own VM is stopped already. A
+ * member's root is unmounted in the pod's VM if that still runs. */
 static void unmake_vm(struct shim_task *t)
 {
-	char state[TASK_PATH_MAX + 32];
+	char state[TASK_PATH_MAX + 32], err[256];
+	char *argv[] = { "/init", "--remove-container", t->root_in_guest, NULL };
+
+	if (t->pod && !sandbox_ended(&t->pod->vm) &&
+	    sandbox_guest_run(&t->pod->vm, argv, 3, "unmounting the container's root", err,
+			      sizeof(err)))
+		log_warn("task %s: %s", t->id, err);
 
 	snprintf(state, sizeof(state), "%s/" RUNTIME_STATE_FILE, t->bundle);
 	unlink(state);
@@ -243,6 +338,26 @@ static void free_task(struct shim_task *t)
 	free(t);
 }
 
+/* Undo and free a task taken out of the list (unlocked). A sandbox whose
+ * members are still there stays until the last of them goes. */
+static void release_task(struct task_service *s, struct shim_task *t)
+{
+	struct shim_task *pod = t->pod;
+	bool free_t, free_pod = false;
+
+	unmake_vm(t);
+	pthread_mutex_lock(&s->lock);
+	if (pod && --pod->members == 0 && pod->orphaned)
+		free_pod = true;
+	free_t = t->members == 0;
+	t->orphaned = !free_t;
+	pthread_mutex_unlock(&s->lock);
+	if (free_t)
+		free_task(t);
+	if (free_pod)
+		free_task(pod);
+}
+
 int task_create(struct task_service *s, const struct task_create *c, uint32_t *pid, char *err,
 		size_t errlen)
 {
@@ -261,6 +376,7 @@ int task_create(struct task_service *s, const struct task_create *c, uint32_t *p
 		return errmsg_invalid(err, errlen, "the bundle path is not absolute or too long");
 	}
 	snprintf(t->rootfs, sizeof(t->rootfs), "%s/rootfs", t->bundle);
+	snprintf(t->root_in_guest, sizeof(t->root_in_guest), "%s", SANDBOX_ROOT_IN_GUEST);
 	rc = oci_config_load(&t->cfg, t->bundle, err, errlen);
 	if (rc) {
 		free(t);
@@ -273,7 +389,7 @@ int task_create(struct task_service *s, const struct task_create *c, uint32_t *p
 		rc = check_rules(&t->cfg, err, errlen);
 	if (!rc)
 		rc = proc_init(&t->init, "", &t->cfg.process, c->stdin_path, c->stdout_path,
-			       c->stderr_path, c->terminal, SANDBOX_ROOT_IN_GUEST, &s->lock, &s->changed);
+			       c->stderr_path, c->terminal, t->root_in_guest, &s->lock, &s->changed);
 	if (rc) {
 		oci_config_free(&t->cfg);
 		free(t);
@@ -301,14 +417,13 @@ int task_create(struct task_service *s, const struct task_create *c, uint32_t *p
 		*pp = t->next;
 		stop_vm(s, t);
 		pthread_mutex_unlock(&s->lock);
-		unmake_vm(t);
-		free_task(t);
+		release_task(s, t);
 		return rc;
 	}
-	*pid = (uint32_t)t->vm.pid;
+	*pid = init_pid(t);
 	publish(s, EV_TASK_CREATE, t, &t->init);
 	pthread_mutex_unlock(&s->lock);
-	log_info("task %s: created, its VM is process %d", t->id, (int)t->vm.pid);
+	log_info("task %s: created, its VM is process %u", t->id, *pid);
 	return 0;
 }
 
@@ -336,7 +451,7 @@ static void init_exited(struct shim_proc *p, void *opaque)
 	log_info("task %s: its process exited with %u", t->id, p->exit_status);
 	pthread_mutex_lock(&s->lock);
 	exit_event(s, t, p);
-	stop_vm(s, t);
+	stop_vm(s, t);   /* a pod member's VM is its sandbox's: nothing to stop here */
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -365,7 +480,7 @@ int task_start(struct task_service *s, const char *id, const char *exec_id, uint
 	if (rc)
 		goto out;
 	init = p == &t->init;
-	if (!t->vm_started || t->vm_stopping) {
+	if (!owner(t)->vm_started || owner(t)->vm_stopping) {
 		snprintf(err, errlen, "task %.80s has no running VM", id);
 		rc = -EBUSY;
 	} else if (p->state != PROC_CREATED || p->starting) {
@@ -379,10 +494,10 @@ int task_start(struct task_service *s, const char *id, const char *exec_id, uint
 		goto out;
 	p->starting = true;
 	pthread_mutex_unlock(&s->lock);
-	rc = proc_start(p, &t->vm, init ? init_exited : exec_exited, s, err, errlen);
+	rc = proc_start(p, &owner(t)->vm, init ? init_exited : exec_exited, s, err, errlen);
 	pthread_mutex_lock(&s->lock);
 	if (!rc) {
-		*pid = init ? (uint32_t)t->vm.pid : p->pid;
+		*pid = init ? init_pid(t) : p->pid;
 		publish(s, init ? EV_TASK_START : EV_EXEC_STARTED, t, p);
 		p->start_published = true;
 		if (p->exit_pending)
@@ -427,7 +542,7 @@ int task_exec(struct task_service *s, const char *id, const char *exec_id, const
 		rc = -EBUSY;
 	}
 	if (!rc && proc_init(p, exec_id, &spec, stdin_path, stdout_path, stderr_path, terminal,
-			     SANDBOX_ROOT_IN_GUEST, &s->lock, &s->changed))
+			     t->root_in_guest, &s->lock, &s->changed))
 		rc = errmsg_invalid(err, errlen, "out of memory");
 	if (rc) {
 		pthread_mutex_unlock(&s->lock);
@@ -452,7 +567,8 @@ int task_kill(struct task_service *s, const char *id, const char *exec_id, int s
 
 	pthread_mutex_lock(&s->lock);
 	rc = lookup(s, id, exec_id, &t, &p, err, errlen);
-	if (!rc && p->state == PROC_CREATED && p == &t->init && t->vm_started && !t->vm_stopped) {
+	if (!rc && p->state == PROC_CREATED && p == &t->init && owner(t)->vm_started &&
+	    !owner(t)->vm_stopped) {
 		/* Killed before it started: there is nothing in the VM to signal;
 		 * the task is stopped, as runc's would be. */
 		p->state = PROC_STOPPED;
@@ -493,7 +609,7 @@ static void fill_state(const struct shim_task *t, const struct shim_proc *p,
 	st->status = p->state == PROC_CREATED ? TASK_CREATED :
 		     p->state == PROC_STOPPED ? TASK_STOPPED :
 		     t->paused ? TASK_PAUSED : TASK_RUNNING;
-	st->pid = p == &t->init ? (uint32_t)t->vm.pid : p->pid;
+	st->pid = p == &t->init ? init_pid(t) : p->pid;
 	st->exit_status = p->exit_status;
 	st->exited_at = p->exited_at;
 	st->terminal = p->terminal;
@@ -588,11 +704,13 @@ int task_delete(struct task_service *s, const char *id, const char *exec_id,
 		;
 	*pp = t->next;
 	publish(s, EV_TASK_DELETE, t, p);
-	/* The VM first: its end stops every exec still running. */
+	/* The VM first: its end stops every exec still running. A pod
+	 * member's VM goes on: its execs are killed instead. */
 	stop_vm(s, t);
 	pthread_mutex_unlock(&s->lock);
-	unmake_vm(t);
-	free_task(t);
+	for (int i = 0; t->pod && i < t->nexecs; i++)
+		proc_signal(t->execs[i], SIGKILL);
+	release_task(s, t);
 	log_info("task %s: deleted", id);
 	return 0;
 }
@@ -606,7 +724,11 @@ int task_pause(struct task_service *s, const char *id, bool pause, char *err, si
 
 	pthread_mutex_lock(&s->lock);
 	rc = lookup(s, id, NULL, &t, NULL, err, errlen);
-	if (!rc && (!t->vm_started || t->vm_stopped || t->init.state != PROC_RUNNING)) {
+	if (!rc && t->pod) {
+		snprintf(err, errlen, "task %.80s shares its pod's VM: pause the pod's sandbox %.80s",
+			 id, t->pod->id);
+		rc = -ENOTSUP;
+	} else if (!rc && (!t->vm_started || t->vm_stopped || t->init.state != PROC_RUNNING)) {
 		snprintf(err, errlen, "task %.80s is not running", id);
 		rc = -EBUSY;
 	}
@@ -669,7 +791,7 @@ int task_pids(struct task_service *s, const char *id, uint32_t *pids,
 	rc = lookup(s, id, NULL, &t, NULL, err, errlen);
 	if (!rc && t->init.state == PROC_RUNNING && *n < max) {
 		exec_ids[*n][0] = '\0';
-		pids[(*n)++] = (uint32_t)t->vm.pid;
+		pids[(*n)++] = init_pid(t);
 	}
 	for (int i = 0; !rc && i < t->nexecs && *n < max; i++)
 		if (t->execs[i]->state == PROC_RUNNING) {
@@ -688,10 +810,10 @@ int task_cgroup(struct task_service *s, const char *id, char *path, size_t len, 
 
 	pthread_mutex_lock(&s->lock);
 	rc = lookup(s, id, NULL, &t, NULL, err, errlen);
-	if (!rc && (!t->vm_started || t->vm_stopped))
+	if (!rc && (!owner(t)->vm_started || owner(t)->vm_stopped))
 		rc = -ESRCH;
-	if (!rc)
-		rc = sandbox_cgroup(&t->vm, path, len);
+	if (!rc)   /* a pod member's figures are its pod's VM's */
+		rc = sandbox_cgroup(&owner(t)->vm, path, len);
 	if (rc && rc != -ENOENT)
 		snprintf(err, errlen, "the VM of %.80s has no cgroup: %s", id, strerror(-rc));
 	pthread_mutex_unlock(&s->lock);
@@ -706,7 +828,7 @@ int task_pid(struct task_service *s, const char *id, uint32_t *pid, char *err, s
 	pthread_mutex_lock(&s->lock);
 	rc = lookup(s, id, NULL, &t, NULL, err, errlen);
 	if (!rc)
-		*pid = (uint32_t)t->vm.pid;
+		*pid = init_pid(t);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -725,17 +847,21 @@ void task_service_close(struct task_service *s)
 {
 	struct shim_task *t;
 
+	struct shim_task *all;
+
 	pthread_mutex_lock(&s->lock);
 	s->shutting_down = true;
-	t = s->tasks;
+	all = s->tasks;   /* ours alone from here: no call finds them */
 	s->tasks = NULL;
+	/* Every VM ends first: a pod member's processes end with its pod's. */
+	for (t = all; t; t = t->next)
+		stop_vm(s, t);
+	t = all;
 	while (t) {
 		struct shim_task *next = t->next;
 
-		stop_vm(s, t);
 		pthread_mutex_unlock(&s->lock);
-		unmake_vm(t);
-		free_task(t);
+		release_task(s, t);
 		pthread_mutex_lock(&s->lock);
 		t = next;
 	}

@@ -14,6 +14,7 @@
 #include "shim/sandbox.h"
 
 #define TASK_MAX_EXECS 64
+#define TASK_POD_SLOTS 7   /* a pod's containers besides its sandbox, over its life */
 #define TASK_PATH_MAX  4096
 
 /* containerd.v1.types.Status */
@@ -35,6 +36,14 @@ struct shim_task {
 	struct shim_proc init;
 	struct shim_proc *execs[TASK_MAX_EXECS];
 	int nexecs;
+	char root_in_guest[48];           /* where its processes are chrooted in the VM */
+	/* A pod (the CRI annotations): its sandbox container's VM has spare
+	 * disk slots; each other container of the pod is a member whose
+	 * root goes into one (never given back: TASK_POD_SLOTS a pod). */
+	struct shim_task *pod;            /* a member: the sandbox task whose VM it runs in */
+	unsigned slot;                    /* a member: its disk slot in that VM */
+	unsigned slots_used, members;     /* a sandbox: slots taken, members still there */
+	bool orphaned;                    /* a sandbox deleted before its members: freed by the last */
 	struct shim_task *next;
 };
 
