@@ -3,7 +3,8 @@
 # containerd-shim-mayfly-v2 (issue 25): a real containerd 1.6 with its own config,
 # root and sockets under a temporary directory, images imported from archives made
 # by make-ctr-images (no registry), and ctr as the client. Points: ctr run --rm
-# prints and exits with the container's code; stdin piped; -t on a terminal; ctr
+# prints and exits with the container's code; the overlayfs and native
+# snapshotters; stdin piped; -t on a terminal; ctr
 # task exec; ctr task kill (TERM, KILL: 137); ctr task pause/resume; ctr task ls and
 # ps; ctr events in containerd's order; several containers at once; a pod's
 # containers in one VM (the CRI annotations); a shim killed
@@ -137,6 +138,28 @@ want_rc 7
 grep -qx out "$work/out" || fail "stdout lost"
 grep -qx err "$work/err" || fail "stderr lost"
 tap "the container's exit code (7) is ctr run's, stdout and stderr apart"
+
+# containerd's default snapshotter, overlayfs: the shim mounts the layers it is
+# given and images the merged tree, once for the image (keyed by its layers).
+images() {
+	find "$MAYFLY_CACHE/shim-images" -name '*.ext4' 2>/dev/null | wc -l
+}
+c image import --snapshotter overlayfs "$tools/mfbox.tar"
+if [ "$rc" != 0 ]; then
+	fail "ctr image import into overlayfs failed: $(head -c 300 "$work/err")"
+else
+	before=$(images)
+	c run --rm --snapshotter overlayfs --runtime io.containerd.mayfly.v2 "$img" o1 \
+		sh -c 'echo overlay: $(cat /data/hello)'
+	want_rc 0
+	grep -qx 'overlay: hello from the image' "$work/out" ||
+		fail "o1 on overlayfs: $(head -c 200 "$work/out")"
+	c run --rm --snapshotter overlayfs --runtime io.containerd.mayfly.v2 "$img" o2 true
+	want_rc 0
+	[ "$(images)" = $((before + 1)) ] ||
+		fail "two overlayfs containers of one image built $(($(images) - before)) root images, not 1"
+fi
+tap "the overlayfs snapshotter (containerd's default): the image's layers, imaged once for two containers"
 
 # shellcheck disable=SC2086
 c run --rm $run_flags --memory-limit 209715200 --cpus 2 "$img" r5 \

@@ -1,6 +1,7 @@
 /* test_shim_rootfs.c - a container's root image: built once per content and origin, found again by the next container of the same image, never mistaken for another's; mounts of unknown kinds refused. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ Test(shim_rootfs, built_once_found_again)
 	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", false, b, sizeof(b), &built, err,
 				  sizeof(err)), 0, "%s", err);
 	cr_assert_not(built);
+	cr_assert_str_eq(a, b);
+	/* The root's own time is an overlay's fresh upper directory's, one per
+	 * container: it does not make another image. */
+	cr_assert_eq(utimensat(AT_FDCWD, tree, (struct timespec[2]){ { 0, UTIME_OMIT }, { 12345, 0 } },
+			       0), 0);
+	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/1", false, b, sizeof(b), &built, err,
+				  sizeof(err)), 0, "%s", err);
+	cr_assert_not(built, "a new time on the root made another image");
 	cr_assert_str_eq(a, b);
 	/* The same listing from another origin is another image. */
 	cr_assert_eq(rootfs_image(tree, "overlay lowerdir=/s/2", false, c, sizeof(c), &built, err,

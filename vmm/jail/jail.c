@@ -125,8 +125,11 @@ static void make_cgroup(struct jail *j, const struct jail_config *jc, const stru
 		log_info("jail: " CGROUP_ROOT " is not writable: no memory, pids or cpu quota");
 		return;
 	}
-	cgroup_limits_for(cfg->mem_mib, cfg->rootfs[0] ? cfg->disk_quota : 0, cfg->cpus,
-			  jc->cpu_pct, &lim);
+	/* Room for every copy-on-write overlay: the root's and one per spare
+	 * slot (a disk inserted there has the same quota). */
+	cgroup_limits_for(cfg->mem_mib,
+			  ((cfg->rootfs[0] ? 1 : 0) + (uint64_t)cfg->spare_disks) * cfg->disk_quota,
+			  cfg->cpus, jc->cpu_pct, &lim);
 	rc = cgroup_create(&j->cgroup, CGROUP_ROOT, j->lease.cgroup_name, &lim, &why);
 	if (rc)
 		log_warn("jail: %s (%s): no memory, pids or cpu quota", why, strerror(-rc));

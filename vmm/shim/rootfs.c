@@ -280,6 +280,9 @@ static int tree_key(const char *root, const char *origin, bool by_content, char 
 		snprintf(err, errlen, "cannot open the rootfs '%.200s': %s", root, strerror(-rc));
 		return rc;
 	}
+	/* The root's own times are left out: in an overlay they are its
+	 * upper directory's, made fresh for each container. */
+	st.st_mtim = (struct timespec){ 0 };
 	rc = add_entry(&l, ".", &st, NULL, NULL);
 	if (!rc)
 		rc = walk(&l, fd, ".", st.st_dev, 0);
