@@ -130,7 +130,13 @@ class Tree:
                     opaque.append(parent)
                     continue
                 if whiteouts and base.startswith(WHITEOUT):
-                    self.remove(f"{parent}/{base[len(WHITEOUT):]}".lstrip("/"))
+                    target = base[len(WHITEOUT):]
+                    # ".wh.." would delete its own directory, ".wh..." the one above
+                    # (the importer's staging directory at the top).
+                    if target in ("", ".", ".."):
+                        raise TreeError(f"whiteout naming {target or 'nothing'!r} in archive: "
+                                        f"{m.name!r}")
+                    self.remove(f"{parent}/{target}".lstrip("/"))
                     continue
                 if m.ischr() or m.isblk() or m.isfifo():
                     if skip_dev_nodes and (rel == "dev" or rel.startswith("dev/")):
