@@ -94,6 +94,38 @@ Test(net_broker, a_name_resolving_to_loopback_is_refused_unless_named, .init = s
 		  rep.reason);
 }
 
+/* A covering range is not a name for loopback: 0.0.0.0/0 and ::/0 allow the
+ * address literal and the name, but the broker connects to neither the
+ * host's loopback nor 0.0.0.0 (the host itself). */
+Test(net_broker, a_covering_range_does_not_open_loopback, .init = setup, .fini = teardown)
+{
+	struct net_broker_rep rep;
+	char err[256], rule[64];
+	int fd;
+
+	add("0.0.0.0/0");
+	add("::/0");
+	snprintf(rule, sizeof(rule), "svc.test:%u", port);
+	add(rule);
+	cr_assert_eq(net_policy_add_resolve(&policy, "svc.test:127.0.0.1", err, sizeof(err)), 0);
+	cr_assert_eq(net_policy_add_resolve(&policy, "zero.test:0.0.0.0", err, sizeof(err)), 0);
+	add("zero.test");
+	start();
+	fd = ask("127.0.0.1", port, &rep);
+	cr_assert_eq(fd, -1, "0.0.0.0/0 opened 127.0.0.1");
+	cr_assert_eq(rep.err, -EACCES);
+	cr_assert(strstr(rep.reason, "loopback"), "%s", rep.reason);
+	fd = ask("svc.test", port, &rep);
+	cr_assert_eq(fd, -1, "0.0.0.0/0 opened a name resolving to 127.0.0.1");
+	fd = ask("::1", port, &rep);
+	cr_assert_eq(fd, -1, "::/0 opened ::1");
+	fd = ask("0.0.0.0", port, &rep);
+	cr_assert_eq(fd, -1, "0.0.0.0 was connected to");
+	fd = ask("zero.test", port, &rep);
+	cr_assert_eq(fd, -1, "a name resolving to 0.0.0.0 was connected to");
+	cr_assert(strstr(rep.reason, "never"), "%s", rep.reason);
+}
+
 Test(net_broker, named_loopback_connects_and_the_socket_comes_back, .init = setup,
      .fini = teardown)
 {

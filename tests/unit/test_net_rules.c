@@ -161,6 +161,41 @@ Test(net_rules, matching_addresses)
 	cr_assert_not_null(net_policy_match_addr(p, &a, 9));
 }
 
+/* Which rules may open an address of a refused class: only ranges inside
+ * its class; never an unspecified address; a public one through any rule
+ * covering it. */
+Test(net_rules, only_a_range_inside_a_class_opens_it)
+{
+	static const struct {
+		const char *rule, *addr;
+		bool opens;
+	} cases[] = {
+		{ "0.0.0.0/0", "127.0.0.1", false }, { "0.0.0.0/0", "10.1.2.3", false },
+		{ "0.0.0.0/0", "169.254.169.254", false }, { "0.0.0.0/0", "0.0.0.0", false },
+		{ "0.0.0.0/0", "8.8.8.8", true }, { "::/0", "::1", false },
+		{ "::/0", "::ffff:127.0.0.1", false }, { "::/0", "fd00:ec2::254", false },
+		{ "::/0", "2001:db8::1", true }, { "0.0.0.0/1", "127.0.0.1", false },
+		{ "64.0.0.0/2", "127.0.0.1", false }, { "127.0.0.0/8", "127.0.0.5", true },
+		{ "127.0.0.1", "127.0.0.1", true }, { "10.0.0.0/7", "10.0.0.1", false },
+		{ "10.0.0.0/8", "10.9.9.9", true }, { "172.16.0.0/12", "172.31.0.1", true },
+		{ "169.254.0.0/16", "169.254.1.1", true },
+		{ "169.254.0.0/16", "169.254.169.254", false },
+		{ "169.254.169.254", "169.254.169.254", true },
+		{ "[fc00::/7]", "fd00:ec2::254", false }, { "[fc00::/7]", "fd12::1", true },
+		{ "0.0.0.0", "0.0.0.0", false }, { "[::]", "::", false },
+		{ "[::ffff:0:0/96]", "::ffff:127.0.0.1", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct net_policy *p = policy(&cases[i].rule, 1);
+		struct net_addr a;
+
+		cr_assert(net_addr_parse(cases[i].addr, &a), "%s", cases[i].addr);
+		cr_assert_eq(net_policy_opens(p, &a, 80) != NULL, cases[i].opens, "%s opens %s: %d",
+			     cases[i].rule, cases[i].addr, !cases[i].opens);
+	}
+}
+
 static enum net_class class_of(const char *s)
 {
 	struct net_addr a;

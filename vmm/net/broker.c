@@ -156,8 +156,11 @@ static int decide(const struct net_policy *p, struct net_broker_req *req,
 		net_addr_format(&addrs[i], text);
 		/* DNS rebinding: an allowed name may resolve anywhere; an
 		 * internal address only when a rule names it. */
-		if (c != NET_CLASS_PUBLIC && !net_policy_match_addr(p, &addrs[i], req->port)) {
-			reason(rep, -EACCES, "%s resolves to %s (%s), which no --allow-net rule names",
+		if (c != NET_CLASS_PUBLIC && !net_policy_opens(p, &addrs[i], req->port)) {
+			reason(rep, -EACCES, c == NET_CLASS_UNSPECIFIED ?
+			       "%s resolves to %s (%s): never connected to" :
+			       "%s resolves to %s (%s), which no --allow-net rule names (a range "
+			       "inside that one)",
 			       req->host, text, net_class_name(c));
 			continue;
 		}

@@ -328,6 +328,40 @@ const struct net_rule *net_policy_match_addr(const struct net_policy *p,
 	return NULL;
 }
 
+/* The class every address of an address rule's range is in, or -1 when
+ * the range spans more than one (0.0.0.0/0 spans them all). A CIDR block is
+ * aligned, so its first and last addresses sharing a class means no block
+ * of another non-public class lies between them but ones inside that
+ * class (fd00:ec2::254 inside fc00::/7), which the caller's equality with
+ * the address's own class keeps out. */
+static int rule_class(const struct net_rule *r)
+{
+	struct net_addr last = r->addr;
+	enum net_class first;
+
+	for (unsigned bit = r->prefix; bit < 128; bit++)
+		last.b[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+	first = net_addr_class(&r->addr);
+	return first == net_addr_class(&last) ? (int)first : -1;
+}
+
+const struct net_rule *net_policy_opens(const struct net_policy *p, const struct net_addr *a,
+					uint16_t port)
+{
+	enum net_class c = net_addr_class(a);
+
+	if (c == NET_CLASS_UNSPECIFIED)
+		return NULL;   /* 0.0.0.0, ::, 0/8: the host itself, whatever a rule says */
+	for (unsigned i = 0; i < p->nr_rules; i++) {
+		const struct net_rule *r = &p->rules[i];
+
+		if (r->kind == NET_RULE_CIDR && (!r->port || r->port == port) &&
+		    in_prefix(a, &r->addr, r->prefix) && (c == NET_CLASS_PUBLIC || rule_class(r) == (int)c))
+			return r;
+	}
+	return NULL;
+}
+
 const struct net_rule *net_policy_match(const struct net_policy *p, const char *host,
 					uint16_t port)
 {

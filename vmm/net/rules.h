@@ -98,6 +98,16 @@ const struct net_rule *net_policy_match(const struct net_policy *p, const char *
 const struct net_rule *net_policy_match_addr(const struct net_policy *p,
 					     const struct net_addr *a, uint16_t port);
 
+/* Pure: the first address rule that may open ADDR and PORT, the broker's
+ * check before each connect: a public address by any rule covering it; an
+ * address of a refused class only by a rule whose whole range is inside
+ * that class (127.0.0.1, 10.0.0.0/8, 169.254.169.254 itself: never
+ * 0.0.0.0/0, ::/0, 169.254.0.0/16 for the metadata address, fc00::/7 for
+ * fd00:ec2::254); an unspecified address (0.0.0.0, ::, 0/8) by none.
+ * NULL: none. */
+const struct net_rule *net_policy_opens(const struct net_policy *p, const struct net_addr *a,
+					uint16_t port);
+
 /* Pure: the --resolve entry for HOST, or NULL. */
 const struct net_resolve *net_policy_resolve(const struct net_policy *p, const char *host);
 
