@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -43,7 +46,7 @@ static void setup(void)
 	fd = http_listen_unix(sock, err, sizeof(err));
 	cr_assert_geq(fd, 0, "%s", err);
 	http = (struct http_server){ .listen_fd = fd, .svc = svc, .tokens = &tokens,
-				     .max_file = 1024 };
+				     .max_file = 1024, .head_timeout_ms = 1000 };
 	snprintf(http.unix_path, sizeof(http.unix_path), "%s", sock);
 	cr_assert_eq(http_start(&http, 0), 0);
 }
@@ -72,20 +75,31 @@ struct reply {
 	char body[8192];
 };
 
+/* A new connection to the API; a read on it fails after 5 s rather than
+ * hang on a connection the server keeps open. */
+static int dial(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sa.sun_path, sock);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
 /* One request on a new connection (Connection: close), the whole reply. */
 static void request(const char *method, const char *url, const char *headers, const char *body,
 		    size_t body_len, struct reply *r)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char head[1024], buf[16384];
 	size_t got = 0, hl;
 	ssize_t n;
 	char *sep;
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	int fd = dial();
 
 	memset(r, 0, sizeof(*r));
-	strcpy(sa.sun_path, sock);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	hl = (size_t)snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
 			      "%sContent-Length: %zu\r\n\r\n", method, url, headers ? headers : "",
 			      body_len);
@@ -152,6 +166,94 @@ Test(serve_http, health_needs_no_token_everything_else_does)
 	request("GET", "/sandboxes", AUTH, NULL, 0, &r);
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.body, "{\"sandboxes\":[]}\n");
+	/* Without a token no route is told from another: 401, not 404. */
+	request("GET", "/nope", NULL, NULL, 0, &r);
+	assert_error(&r, 401, "unauthorized", "token");
+}
+
+/* The raw reply to `text` sent whole on a new connection, read to its end. */
+static void raw(const char *text, char *out, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+	int fd = dial();
+
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	while (got < len - 1 && (n = read(fd, out + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fd);
+}
+
+/* Two Content-Length headers, or one with chunked encoding: 400, and the
+ * connection closed (the request that would follow is never served). */
+Test(serve_http, an_ambiguous_body_length_is_400_and_closes)
+{
+	static const char *const cases[] = {
+		"POST /sandboxes HTTP/1.1\r\nHost: x\r\n" AUTH JSON_CT
+		"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}"
+		"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /sandboxes HTTP/1.1\r\nHost: x\r\n" AUTH JSON_CT
+		"Content-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+		"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+	};
+	char buf[8192];
+
+	for (size_t i = 0; i < 2; i++) {
+		raw(cases[i], buf, sizeof(buf));
+		cr_assert(!strncmp(buf, "HTTP/1.1 400", 12), "case %zu: %.200s", i, buf);
+		cr_assert(strstr(buf, "ambiguous"), "case %zu: %.300s", i, buf);
+		cr_assert_null(strstr(buf + 12, "HTTP/1.1 "), "case %zu: a second reply: %s", i, buf);
+	}
+}
+
+/* 300 connections that never finish a request head, from a client with no
+ * token, do not hold the API: /health and an authorised call answer at
+ * once, and every one of them is cut within the head timeout (1 s here). */
+Test(serve_http, half_sent_requests_do_not_hold_the_api, .timeout = 60)
+{
+	enum { N = 300 };
+	static const char head[] = "GET /sandboxes HTTP/1.1\r\nHost: x\r\n";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fds[N], open_n = 0;
+	struct reply r;
+
+	strcpy(sa.sun_path, sock);
+	for (int i = 0; i < N; i++) {
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		cr_assert_geq(fds[i], 0);
+		if (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			(void)!write(fds[i], head, sizeof(head) - 1);
+			open_n++;
+		}
+	}
+	cr_assert_gt(open_n, 100, "only %d connections", open_n);
+	request("GET", "/health", NULL, NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	request("GET", "/sandboxes", AUTH, NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	/* Each staller's end comes within the timeout (and a tick). */
+	for (int i = 0; i < N; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+		char b[64];
+
+		cr_assert_eq(poll(&p, 1, 5000), 1, "connection %d still held after 5 s", i);
+		while (read(fds[i], b, sizeof(b)) > 0)
+			;
+		close(fds[i]);
+	}
+	/* And the server lets go of them: nothing waits once they are closed. */
+	for (int i = 0; i < 100; i++) {
+		unsigned w;
+
+		pthread_mutex_lock(&http.guard.lock);
+		w = http.guard.waiting;
+		pthread_mutex_unlock(&http.guard.lock);
+		if (!w)
+			return;
+		usleep(50000);
+	}
+	cr_assert_fail("connections still waiting 5 s after their clients closed");
 }
 
 Test(serve_http, unknown_routes_sandboxes_and_methods)

@@ -106,10 +106,11 @@ static const char *default_code(unsigned status)
 	return "internal";
 }
 
-/* {"error": msg, "code": code} with status; allow: an Allow header (405). */
-static enum MHD_Result send_error_allow(struct http_server *h, struct MHD_Connection *conn,
-					unsigned status, const char *code, const char *msg,
-					const char *allow)
+/* {"error": msg, "code": code} with status, and the header hname: hvalue
+ * if hname (405's Allow; Connection: close). */
+static enum MHD_Result send_error_header(struct http_server *h, struct MHD_Connection *conn,
+					 unsigned status, const char *code, const char *msg,
+					 const char *hname, const char *hvalue)
 {
 	json_t *j = json_pack("{s:s, s:s}", "error", msg, "code", code ? code : default_code(status));
 	struct MHD_Response *resp;
@@ -120,15 +121,15 @@ static enum MHD_Result send_error_allow(struct http_server *h, struct MHD_Connec
 		return MHD_NO;
 	if (status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-	if (allow)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (hname)
+		MHD_add_response_header(resp, hname, hvalue);
 	return send_response(conn, status, resp);
 }
 
 static enum MHD_Result send_error(struct http_server *h, struct MHD_Connection *conn,
 				  unsigned status, const char *code, const char *msg)
 {
-	return send_error_allow(h, conn, status, code, msg, NULL);
+	return send_error_header(h, conn, status, code, msg, NULL, NULL);
 }
 
 static enum MHD_Result send_result(struct http_server *h, struct MHD_Connection *conn,
@@ -466,6 +467,30 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	return ret;
 }
 
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	unsigned *n = cls;
+
+	(void)kind;
+	(void)value;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		n[0]++;
+	else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		n[1]++;
+	return MHD_YES;
+}
+
+/* Request smuggling's way in (RFC 9112, 6.3): two Content-Length
+ * headers, or one beside Transfer-Encoding. */
+static bool ambiguous_length(struct MHD_Connection *conn)
+{
+	unsigned n[2] = { 0, 0 };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, n);
+	return n[0] > 1 || (n[0] && n[1]) || n[1] > 1;
+}
+
 /* Checks made before any body is read: route, token, type, size. */
 static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *conn,
 				  const char *url, const char *method, void **con_cls)
@@ -480,12 +505,16 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 	*con_cls = rq;
 	rq->answered = true;       /* until every check below passed */
 	metrics_request(&h->svc->metrics);
+	http_guard_waiting(&h->guard, MHD_get_connection_info(
+				   conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT)->socket_context, false);
 	st = api_route(method, url, &rq->m, &allow);
-	if (st == 404) {
-		snprintf(msg, sizeof(msg), "no route %.100s", url);
-		return send_error(h, conn, 404, NULL, msg);
-	}
-	if (rq->m.route != API_HEALTH) {
+	if (ambiguous_length(conn))
+		/* Connection: close: what follows cannot be trusted to start a request. */
+		return send_error_header(h, conn, 400, NULL, "two Content-Length headers, or one "
+					 "with Transfer-Encoding: the body's length is ambiguous",
+					 MHD_HTTP_HEADER_CONNECTION, "close");
+	/* The token before the route: without one, no route is told apart. */
+	if (st == 404 || rq->m.route != API_HEALTH) {
 		rq->caller = h->tokens ? tokens_check(h->tokens,
 						      MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 										  MHD_HTTP_HEADER_AUTHORIZATION)) : "local";
@@ -493,10 +522,14 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 			return send_error(h, conn, 401, NULL,
 					  "missing or wrong token (Authorization: Bearer TOKEN)");
 	}
+	if (st == 404) {
+		snprintf(msg, sizeof(msg), "no route %.100s", url);
+		return send_error(h, conn, 404, NULL, msg);
+	}
 	if (st == 405) {
 		snprintf(msg, sizeof(msg), "%s is not allowed on %.100s (allowed: %s)", method, url,
 			 allow);
-		return send_error_allow(h, conn, 405, NULL, msg, allow);
+		return send_error_header(h, conn, 405, NULL, msg, MHD_HTTP_HEADER_ALLOW, allow);
 	}
 	rq->max = rq->m.route == API_FILE_PUT ? h->max_file : HTTP_MAX_JSON_BODY;
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -567,8 +600,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct request *rq = *con_cls;
 
-	(void)conn;
 	(void)toe;
+	/* Answered: the connection waits for its next request's head. */
+	http_guard_waiting(&((struct http_server *)cls)->guard,
+			   MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT)
+				   ->socket_context, true);
 	if (!rq)
 		return;
 	/* A PUT cut short by its client: the guest's file stays as it was. */
@@ -689,16 +725,41 @@ not_loopback:
 	return -EINVAL;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *h = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		*socket_context = http_guard_open(&h->guard, MHD_get_connection_info(
+						  conn, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd);
+	else
+		http_guard_close(&h->guard, *socket_context);
+}
+
 int http_start(struct http_server *h, unsigned extra_flags)
 {
+	int rc = http_guard_start(&h->guard, HTTP_GUARD_MAX_WAITING,
+				  h->head_timeout_ms ? h->head_timeout_ms : HTTP_GUARD_TIMEOUT_MS);
+
+	if (rc)
+		return rc;
+	/* No connection timeout of libmicrohttpd's own: the guard times a
+	 * request's head; after it, a call (a streamed exec's output, a long
+	 * pause) lasts as long as it needs. */
 	h->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 				     MHD_USE_ITC | extra_flags, 0, NULL, NULL, on_request, h,
 				     MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
 				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				     MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
 				     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
 				     MHD_OPTION_END);
-	return h->daemon ? 0 : -EIO;
+	if (!h->daemon) {
+		http_guard_stop(&h->guard);
+		return -EIO;
+	}
+	return 0;
 }
 
 void http_quiesce(struct http_server *h)
@@ -717,9 +778,11 @@ void http_quiesce(struct http_server *h)
 
 void http_stop(struct http_server *h)
 {
+	/* The daemon first: its connections' ends unregister them from the guard. */
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
 	h->daemon = NULL;
+	http_guard_stop(&h->guard);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	h->listen_fd = -1;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "vm/config.h"
+#include "serve/http_guard.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
 
@@ -19,6 +20,8 @@ struct http_server {
 	struct service *svc;
 	const struct tokens *tokens;   /* NULL: no token asked (a Unix socket only) */
 	uint64_t max_file;             /* a PUT body */
+	unsigned head_timeout_ms;      /* 0: HTTP_GUARD_TIMEOUT_MS (tests set less) */
+	struct http_guard guard;       /* connections still sending a request head */
 };
 
 /* A listening socket: a Unix socket at path (mode 0600; a stale socket
