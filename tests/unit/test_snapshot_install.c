@@ -1,5 +1,8 @@
 /* test_snapshot_install.c - a snapshot is written into a directory made beside --out before the VM (and its jail), then put in --out's place whole: a new name, an older snapshot swapped, anything else refused untouched; a failure leaves nothing beside it. */
 #include "vm/snapshot.h"
+#include "lib/image_id.h"
+#include "mem/mem.h"
+#include "x86/layout.h"
 #include "dir_files.h"
 #include "seccomp/seccomp.h"
 
@@ -184,4 +187,28 @@ Test(snapshot_install, a_missing_kernel_makes_no_directory)
 	set_path(&cfg.kernel, "no-such-kernel");
 	cr_assert_neq(vm_snapshot_tmpdir(out, &cfg, tmp, sizeof(tmp), &src, &why), 0);
 	only("kernel", "rootfs");
+}
+
+/* A snapshot whose files are FIFOs (someone's trap, or a mistake) is
+ * refused at once with one reason, never waited on: the state file, the
+ * memory file and a file an identity is checked against. */
+Test(snapshot_install, fifos_in_a_snapshot_are_refused_not_waited_on, .timeout = 20)
+{
+	char path[128];
+	struct snapshot s;
+	struct guest_mem mem;
+	struct image_id id = { 0 };
+	const struct mem_layout x86_ram = LAYOUT_RAM_SLOTS;
+	const char *why = "";
+
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_STATE, base);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(snapshot_load(&s, base, &why), -EBADMSG);
+	cr_assert(strstr(why, "not a snapshot state file"), "%s", why);
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_MEMORY, base);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(mem_restore(&mem, 1 << 20, &x86_ram, path, &why), -EINVAL);
+	cr_assert(strstr(why, "not a regular file"), "%s", why);
+	cr_assert_eq(image_id_check_sparse(path, &id, &why), -EINVAL);
+	cr_assert(strstr(why, "not a regular file"), "%s", why);
 }

@@ -83,7 +83,7 @@ static int unhex(char c)
 static bool memo_read(const char *path, uint8_t sha[IMAGE_HASH_LEN])
 {
 	char text[2 * IMAGE_HASH_LEN + 2];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	ssize_t n;
 
 	if (fd < 0)
@@ -155,7 +155,7 @@ int image_id_get(const char *path, struct image_id *id, const char **why)
 	struct stat st;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return errmsg_why(why, -errno, "cannot open '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -331,10 +331,14 @@ int image_id_check_sparse(const char *path, const struct image_id *id, const cha
 	struct stat st;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return errmsg_why(why, -errno, "cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) == 0 && image_id_same_file(id, &st)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return errmsg_why(why, -EINVAL, "'%s' is not a regular file", path);
+	}
+	if (image_id_same_file(id, &st)) {
 		close(fd);
 		return 0;
 	}

@@ -326,7 +326,7 @@ int mem_restore(struct guest_mem *mem, uint64_t bytes, const struct mem_layout *
 	if (!layout_fits(layout, bytes))
 		return errmsg_why(why, -EINVAL, "guest RAM size %llu is not a whole number of pages "
 				  "that fits the memory layout", (unsigned long long)bytes);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);   /* a FIFO: refused, not waited on */
 	if (fd < 0) {
 		rc = -errno;
 		return errmsg_why(why, rc, "cannot open %s: %s", path, strerror(-rc));
@@ -336,7 +336,11 @@ int mem_restore(struct guest_mem *mem, uint64_t bytes, const struct mem_layout *
 		errmsg_why(why, rc, "cannot stat %s: %s", path, strerror(-rc));
 		goto err_fd;
 	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes) {
+	if (!S_ISREG(st.st_mode)) {
+		rc = errmsg_why(why, -EINVAL, "%s is not a regular file", path);
+		goto err_fd;
+	}
+	if ((uint64_t)st.st_size != bytes) {
 		rc = errmsg_why(why, -EINVAL, "%s is %llu bytes, the guest has %llu bytes of RAM",
 			      path, (unsigned long long)st.st_size, (unsigned long long)bytes);
 		goto err_fd;

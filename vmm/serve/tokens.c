@@ -96,7 +96,7 @@ int tokens_load(struct tokens *t, const char *path, char *err, size_t errlen)
 	char *buf = NULL;
 	ssize_t n;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc;   /* a FIFO: refused */
 
 	if (fd < 0) {
 		rc = -errno;

@@ -93,7 +93,8 @@ static int read_state(struct snapshot *s, const char *path, const char **why)
 {
 	struct stat st;
 	size_t done = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	/* NONBLOCK: a FIFO put there must not hang the open (it is refused below). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), rc;
 
 	if (fd < 0)
 		return errmsg_why(why, -errno, errno == ENOENT ? "no snapshot in '%s' (no state file)" :

@@ -42,7 +42,7 @@ static int read_image(const char *what, const char *path, uint8_t **data, size_t
 {
 	struct stat st;
 	size_t done = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);   /* a FIFO: refused */
 
 	if (fd < 0) {
 		log_error("cannot open %s '%s': %s", what, path, strerror(errno));
