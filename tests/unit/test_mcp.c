@@ -582,6 +582,52 @@ Test(mcp, malformed_input_gets_json_rpc_errors_and_the_session_goes_on)
 	cr_assert_eq(t.rc, 0);
 }
 
+/* What a message would take parsed is bounded before it is parsed: 20,000
+ * integers in an array, or arrays 100 deep, are refused with one error
+ * (a 31 MiB line of integers took 1.2 GB before), and the session goes on.
+ * Long strings are one value each: a file's content passes. */
+Test(mcp, a_message_too_big_parsed_is_refused_unparsed)
+{
+	size_t n = 20000 * 2 + 200, at = 0;
+	char *line = malloc(n);
+	json_t *m;
+
+	start(NULL, 1 << 20);
+	init();
+	at += (size_t)sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{\"x\":[");
+	for (int i = 0; i < 20000; i++)
+		at += (size_t)sprintf(line + at, i ? ",1" : "1");
+	sprintf(line + at, "]}}");
+	say(line);
+	m = hear();
+	cr_assert_eq(error_code(m), MCP_INVALID_REQUEST);
+	cr_assert(strstr(json_string_value(json_object_get(json_object_get(m, "error"), "message")),
+			 "not parsed"));
+	json_decref(m);
+	at = (size_t)sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"params\":{\"x\":");
+	for (int i = 0; i < 100; i++)
+		line[at++] = '[';
+	for (int i = 0; i < 100; i++)
+		line[at++] = ']';
+	sprintf(line + at, "}}");
+	say(line);
+	m = hear();
+	cr_assert_eq(error_code(m), MCP_INVALID_REQUEST);
+	json_decref(m);
+	/* A long string with brackets and commas inside it is one value. */
+	at = (size_t)sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\",\"params\":{\"x\":\"");
+	for (int i = 0; i < 20000; i++)
+		at += (size_t)sprintf(line + at, i % 2 ? "[," : "\\\"");
+	sprintf(line + at, "\"}}");
+	say(line);
+	m = hear();
+	result_of(m, 11);
+	json_decref(m);
+	free(line);
+	stop();
+	cr_assert_eq(t.rc, 0);
+}
+
 Test(mcp, a_command_too_big_for_the_agent_is_invalid_params_and_the_session_goes_on)
 {
 	size_t n = 300000;

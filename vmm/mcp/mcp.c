@@ -2,6 +2,7 @@
 #include "mcp/mcp.h"
 #include "mcp/mcp_modern.h"
 #include "mcp/mcp_tools.h"
+#include "lib/json_shape.h"
 #include "lib/log.h"
 #include "seccomp/seccomp.h"
 #include "lib/thread.h"
@@ -115,15 +116,20 @@ static void cancel(struct mcp_server *s, json_t *params)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void enqueue(struct mcp_server *s, json_t *msg, json_t *id)
+static void enqueue(struct mcp_server *s, json_t *msg, json_t *id, size_t len)
 {
+	size_t slot;
+
 	pthread_mutex_lock(&s->lock);
-	if (s->qlen == MCP_QUEUE_MAX) {
+	if (s->qlen == MCP_QUEUE_MAX || s->queued_bytes + len > MCP_QUEUE_BYTES) {
 		pthread_mutex_unlock(&s->lock);
 		send_error(s, id, MCP_SERVER_BUSY, "too many requests waiting: send fewer at once");
 		return;
 	}
-	s->queue[(s->qhead + s->qlen++) % MCP_QUEUE_MAX] = json_incref(msg);
+	slot = (s->qhead + s->qlen++) % MCP_QUEUE_MAX;
+	s->queue[slot] = json_incref(msg);
+	s->qbytes[slot] = len;
+	s->queued_bytes += len;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -167,6 +173,8 @@ static void discover(struct mcp_server *s, json_t *id, json_t *params)
 		send_error(s, id, MCP_INTERNAL_ERROR, "internal error: out of memory");
 }
 
+_Static_assert(MCP_VALUES_MAX == 16384 && MCP_DEPTH_MAX == 64, "on_line's refusal names them");
+
 /* One whole line from the client. */
 static void on_line(struct mcp_server *s, const char *line, size_t len)
 {
@@ -179,6 +187,11 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 		i++;
 	if (i == len)
 		return;   /* a blank line is nothing */
+	if (!json_shape_within(line, len, MCP_VALUES_MAX, MCP_DEPTH_MAX)) {
+		send_error(s, NULL, MCP_INVALID_REQUEST, "invalid request: more than 16384 JSON "
+			   "values or nested deeper than 64: not parsed");
+		return;
+	}
 	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!msg) {
 		send_error(s, NULL, MCP_PARSE_ERROR, "parse error: not valid JSON");
@@ -213,7 +226,7 @@ static void on_line(struct mcp_server *s, const char *line, size_t len)
 	else if (!strcmp(name, "server/discover") && mcp_modern_claimed(json_object_get(msg, "params")))
 		discover(s, id, json_object_get(msg, "params"));
 	else
-		enqueue(s, msg, id);
+		enqueue(s, msg, id, len);
 out:
 	json_decref(msg);
 }
@@ -433,6 +446,7 @@ static json_t *next(struct mcp_server *s)
 		if (!s->qlen)
 			break;
 		msg = s->queue[s->qhead];
+		s->queued_bytes -= s->qbytes[s->qhead];
 		s->qhead = (s->qhead + 1) % MCP_QUEUE_MAX;
 		s->qlen--;
 	}

@@ -25,6 +25,13 @@
 #define MCP_LINE_MAX       (32u << 20)
 /* Requests waiting while one runs; past it a request is answered "busy". */
 #define MCP_QUEUE_MAX      64
+/* ... and the bytes of their lines (what they take parsed is of that order:
+ * MCP_VALUES_MAX bounds the rest). */
+#define MCP_QUEUE_BYTES    (64u << 20)
+/* A message with more JSON values, or nested deeper, is refused unparsed:
+ * a 31 MiB array of integers would take over 1 GB parsed. */
+#define MCP_VALUES_MAX     16384
+#define MCP_DEPTH_MAX      64
 
 /* JSON-RPC 2.0 error codes (the spec's; MCP uses them as they are). */
 #define MCP_PARSE_ERROR      (-32700)
@@ -56,7 +63,8 @@ struct mcp_server {
 	pthread_mutex_t lock;         /* the queue and the state below */
 	pthread_cond_t cond;
 	json_t *queue[MCP_QUEUE_MAX];
-	size_t qhead, qlen;
+	size_t qbytes[MCP_QUEUE_MAX]; /* each one's line length */
+	size_t qhead, qlen, queued_bytes;
 	bool eof;                     /* no more input */
 	bool initialized;             /* initialize was answered (2025 requests allowed) */
 	const char *version;          /* ... with this revision (static; "" before) */
