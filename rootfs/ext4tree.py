@@ -8,9 +8,12 @@ pass writes those into the image's inodes.
 Every tar is treated as hostile: a member path with `..` or a leading `/`, a member
 written through a symlink (an earlier member or layer), a hard link to a path outside
 the tree or to a missing file, a device node or FIFO, a name debugfs cannot quote,
-and more bytes or entries than the caps are refused with TreeError, and nothing is
-ever written outside the staging directory (every parent is walked with lstat, never
-followed).
+a sparse entry, a path longer than MAX_PATH bytes or deeper than MAX_DEPTH, PAX
+headers past MAX_PAX bytes, and more bytes or entries than the caps are refused with
+TreeError, and nothing is ever written outside the staging directory (every parent is
+walked with lstat, never followed, once: directories found real are remembered until
+something under them is removed). Work is linear in the entries; memory does not grow
+with them (the tar reader's member list is dropped as it goes).
 """
 
 import os
@@ -21,6 +24,15 @@ import tarfile
 
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
+MAX_PATH = 4096      # bytes of a member's name or link target
+MAX_DEPTH = 256      # components of a path
+MAX_PAX = 64 << 10   # bytes of one member's PAX headers
+
+
+def short(name):
+    """A name as an error line shows it: at most 120 characters."""
+    r = repr(name)
+    return r if len(r) <= 120 else r[:100] + "..." + r[-17:]
 
 
 class TreeError(Exception):
@@ -40,26 +52,39 @@ class Tree:
         self.meta = {}
         os.makedirs(stage, exist_ok=True)
         self.meta[""] = [0, 0, 0o755, 0]
+        self.dirs = {""}   # paths walked and found real directories
 
     # --- paths ---------------------------------------------------------------------
 
     @staticmethod
     def clean(name):
-        """The member's path relative to the root; refuses '..', '/', odd bytes."""
+        """The member's path relative to the root; refuses '..', '/', odd bytes, and
+        paths too long or too deep."""
+        if len(name) > MAX_PATH:
+            raise TreeError(f"path longer than {MAX_PATH} bytes in archive: {short(name)}")
         if name.startswith("/"):
-            raise TreeError(f"absolute path in archive: {name!r}")
+            raise TreeError(f"absolute path in archive: {short(name)}")
         parts = [p for p in name.split("/") if p not in ("", ".")]
         if any(p == ".." for p in parts):
-            raise TreeError(f"path with '..' in archive: {name!r}")
+            raise TreeError(f"path with '..' in archive: {short(name)}")
+        if len(parts) > MAX_DEPTH:
+            raise TreeError(f"path deeper than {MAX_DEPTH} directories in archive: "
+                            f"{short(name)}")
         rel = "/".join(parts)
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TreeError(f"a name that is not UTF-8 in archive: {short(name)}") from None
         # debugfs takes paths in double quotes: no quote, no control characters.
         if any(c == '"' or ord(c) < 0x20 or c == "\x7f" for c in rel):
-            raise TreeError(f"unsupported character in archive path: {name!r}")
+            raise TreeError(f"unsupported character in archive path: {short(name)}")
         return rel
 
     def real_dir(self, rel):
         """The host path of directory rel, which must be a real directory all the way
         down (no symlink followed); creates missing ones as 0755 root directories."""
+        if rel in self.dirs:
+            return os.path.join(self.stage, rel) if rel else self.stage
         cur = self.stage
         done = []
         for part in [p for p in rel.split("/") if p]:
@@ -72,10 +97,11 @@ class Tree:
                 self.meta.setdefault("/".join(done), [0, 0, 0o755, 0])
                 continue
             if stat.S_ISLNK(st.st_mode):
-                raise TreeError(f"archive writes through a symlink: {'/'.join(done)!r}")
+                raise TreeError(f"archive writes through a symlink: {short('/'.join(done))}")
             if not stat.S_ISDIR(st.st_mode):
                 raise TreeError(f"archive uses a non-directory as a directory: "
-                                f"{'/'.join(done)!r}")
+                                f"{short('/'.join(done))}")
+        self.dirs.update("/".join(done[:i + 1]) for i in range(len(done)))
         return cur
 
     def host(self, rel):
@@ -97,6 +123,7 @@ class Tree:
         prefix = rel + "/"
         for k in [k for k in self.meta if k == rel or k.startswith(prefix)]:
             del self.meta[k]
+        self.dirs = {d for d in self.dirs if d != rel and not d.startswith(prefix)}
 
     # --- layers ----------------------------------------------------------------------
 
@@ -117,9 +144,18 @@ class Tree:
             raise TreeError(f"not a tar archive: {e}") from None
         with tf:
             for m in tf:
+                tf.members = []   # the reader keeps every member seen: drop them
                 self.entries += 1
                 if self.entries > self.max_entries:
                     raise TreeError(f"more than {self.max_entries} archive entries")
+                if sum(len(k) + len(v) for k, v in m.pax_headers.items()) > MAX_PAX:
+                    raise TreeError(f"PAX headers over {MAX_PAX} bytes in archive: "
+                                    f"{short(m.name)}")
+                if m.issparse():
+                    raise TreeError(f"sparse file in archive (not supported): {short(m.name)}")
+                if len(m.linkname) > MAX_PATH:
+                    raise TreeError(f"link target longer than {MAX_PATH} bytes in archive: "
+                                    f"{short(m.name)}")
                 rel = self.clean(m.name)
                 if rel == "":
                     if m.isdir():
@@ -135,13 +171,13 @@ class Tree:
                     # (the importer's staging directory at the top).
                     if target in ("", ".", ".."):
                         raise TreeError(f"whiteout naming {target or 'nothing'!r} in archive: "
-                                        f"{m.name!r}")
+                                        f"{short(m.name)}")
                     self.remove(f"{parent}/{target}".lstrip("/"))
                     continue
                 if m.ischr() or m.isblk() or m.isfifo():
                     if skip_dev_nodes and (rel == "dev" or rel.startswith("dev/")):
                         continue
-                    raise TreeError(f"device node or FIFO in archive: {m.name!r}")
+                    raise TreeError(f"device node or FIFO in archive: {short(m.name)}")
                 self.add_member(tf, m, rel)
                 created.add(rel)
         for d in opaque:
@@ -180,10 +216,11 @@ class Tree:
             try:
                 tst = os.lstat(tpath)
             except FileNotFoundError:
-                raise TreeError(f"hard link to a missing file: {m.name!r} -> "
-                                f"{m.linkname!r}") from None
+                raise TreeError(f"hard link to a missing file: {short(m.name)} -> "
+                                f"{short(m.linkname)}") from None
             if not stat.S_ISREG(tst.st_mode):
-                raise TreeError(f"hard link to a non-file: {m.name!r} -> {m.linkname!r}")
+                raise TreeError(f"hard link to a non-file: {short(m.name)} -> "
+                                f"{short(m.linkname)}")
             os.link(tpath, path, follow_symlinks=False)
             self.meta[rel] = self.meta.get(target, [0, 0, tst.st_mode & 0o7777, 0])
             return
@@ -199,7 +236,7 @@ class Tree:
                     self.count(len(buf))
                     out.write(buf)
         else:
-            raise TreeError(f"unsupported archive entry type in {m.name!r}")
+            raise TreeError(f"unsupported archive entry type in {short(m.name)}")
         self.meta[rel] = [m.uid, m.gid, m.mode & 0o7777, m.mtime]
 
     def add_file(self, src, rel, mode, uid=0, gid=0, mtime=0):
@@ -231,11 +268,16 @@ class Tree:
         inode's owner, mode and times are then set from the recorded metadata)."""
         used = 0
         n = 0
+        seen = set()   # hard-linked inodes: their blocks count once
         for dirpath, dirnames, filenames in os.walk(self.stage):
             for name in dirnames + filenames:
                 st = os.lstat(os.path.join(dirpath, name))
-                used += (st.st_size + 4095) // 4096 * 4096 + 4096
                 n += 1
+                if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                used += (st.st_size + 4095) // 4096 * 4096 + 4096
         # ext4's own metadata and room to work in: a fifth more, plus slack.
         mib = (used * 6 // 5) // (1 << 20) + slack_mib
         inodes = n + n // 5 + 4096
