@@ -43,7 +43,7 @@ expect() {
 	fi
 }
 
-echo "1..67"
+echo "1..69"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -87,6 +87,12 @@ expect "exec to a VM socket that is not there" 126 "no VM is listening" -- "$may
 expect "cp to a VM socket that is not there" 126 "no VM is listening" -- "$mayfly" cp --vsock "$tmp/no.sock" "$tmp/empty" :/root/x
 expect "cp with both sides local" 125 "exactly one of SRC and DST" -- "$mayfly" cp --vsock "$tmp/no.sock" a b
 expect "run with a bad --max-output" 125 "bad --max-output '1X'" -- "$mayfly" run --max-output 1X -- true
+# A snapshot names its kernel and root image: no default guest is looked for
+# (the refusal is the snapshot's own, not "no default root image").
+mkdir -p "$tmp/nosnap"
+expect "run --snapshot without a default guest" 125 "cannot restore '$tmp/nosnap': no snapshot in" -- env MAYFLY_GUEST_DIR=/nonexistent "$mayfly" run --snapshot "$tmp/nosnap" -- true
+mkfifo "$tmp/nosnap/state"
+expect "run --snapshot whose state is a FIFO" 125 "is not a snapshot state file" -- timeout 20 env MAYFLY_GUEST_DIR=/nonexistent "$mayfly" run --snapshot "$tmp/nosnap" -- true
 expect "audit without verify" 2 "usage: mayfly audit verify" -- "$mayfly" audit
 expect "audit verify of a missing log" 2 "cannot read the audit log" -- "$mayfly" audit verify "$tmp/nope"
 expect "audit verify with a bad --head" 2 "bad --head 'xyz'" -- "$mayfly" audit verify --head xyz "$tmp/empty"

@@ -293,7 +293,7 @@ int run_choose_vm(struct run_choice *ch, struct launch *l)
 				       false };
 	char dir[CONFIG_PATH_MAX];
 	const char *why = "";
-	int code = agent_vm_config(&c->vm, c->verbose);
+	int code = agent_vm_config(&c->vm, c->verbose, c->snapshot && !c->cold);
 
 	l->cfg = &c->vm;
 	l->snap = NULL;

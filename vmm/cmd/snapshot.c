@@ -20,7 +20,7 @@ int cmd_snapshot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	code = cli_parse_or_exit(c, CLI_SNAPSHOT, argc - 1, argv + 1, RUN_EXIT_MAYFLY);
 	if (code >= 0)
 		return code;
-	code = agent_vm_config(&c->vm, c->verbose);
+	code = agent_vm_config(&c->vm, c->verbose, false);
 	if (code)
 		return code;
 	log_init(c->vm.id, c->vm.log_level);

@@ -121,18 +121,18 @@ int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-int agent_vm_config(struct vm_config *vm, int verbose)
+int agent_vm_config(struct vm_config *vm, int verbose, bool restoring)
 {
 	char err[256];
 
-	if (guest_files_rootfs(vm, true, err, sizeof(err))) {
+	if (guest_files_rootfs(vm, !restoring, err, sizeof(err))) {
 		log_say("%s", err);
 		return RUN_EXIT_MAYFLY;
 	}
 	vm->vsock = true;
 	vm->vsock_path[0] = '\0';   /* inline, not a heap string */
 	vm->console_out = verbose ? CONSOLE_OUT_STDERR : CONSOLE_OUT_DISCARD;
-	if (guest_files_resolve(vm, err, sizeof(err))) {
+	if (!restoring && guest_files_resolve(vm, err, sizeof(err))) {
 		log_say("%s", err);
 		return RUN_EXIT_MAYFLY;
 	}

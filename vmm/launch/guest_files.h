@@ -27,7 +27,9 @@ int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen);
 /* Complete a config for a VM its agent drives (run, mcp, snapshot create,
  * serve): the default rootfs (agent.ext4 when built) and kernel, an
  * in-process vsock device, the console to stderr with -v (else
- * discarded). 0 or RUN_EXIT_MAYFLY after one line. */
-int agent_vm_config(struct vm_config *vm, int verbose);
+ * discarded). restoring: the VM comes from a snapshot, which records its
+ * kernel and root image: only a root image named (agent, minimal) is
+ * looked up, no default is needed. 0 or RUN_EXIT_MAYFLY after one line. */
+int agent_vm_config(struct vm_config *vm, int verbose, bool restoring);
 
 #endif

@@ -141,7 +141,7 @@ static int template(struct cli *c, struct service_template *t)
 			return RUN_EXIT_MAYFLY;
 		}
 	} else {
-		code = agent_vm_config(&c->vm, c->verbose);
+		code = agent_vm_config(&c->vm, c->verbose, false);
 		if (!code)
 			code = snapcache_get(&c->vm, t->dir, sizeof(t->dir), c->verbose, &c->jail);
 		if (code) {
