@@ -102,7 +102,7 @@ tap_diag() {
 allow="--allow-net files.test:443 --allow-net files.test:8080 --allow-net 127.0.0.1 --resolve files.test:127.0.0.1"
 ca="$files/ca.pem:/root/ca.pem"
 
-echo "1..16"
+echo "1..18"
 
 # shellcheck disable=SC2086  # $allow is several words on purpose
 point "no --allow-net: only lo, no proxy, nothing reachable" 0 \
@@ -120,6 +120,20 @@ point "an allowed name and port over HTTPS and plain HTTP, curl through the prox
 want "http://127.0.0.1:3128"
 want "netserve /hello"
 want "netserve /plain"
+tap "$name"
+
+# The minimal root's busybox wget (a user's first network command there; an
+# outside review saw it die with SIGSEGV): through the proxy it gets the page,
+# with no network it says why and exits 1.
+# shellcheck disable=SC2086
+point "the minimal root's busybox wget through the proxy gets the allowed page" 0 $allow \
+	--rootfs "$guestdir/rootfs.ext4" -- wget -q -O- http://files.test:8080/plain
+want "netserve /plain"
+tap "$name"
+
+point "the minimal root's busybox wget with no network: one message, exit 1, no crash" 1 \
+	--rootfs "$guestdir/rootfs.ext4" -- wget -O- http://files.test:8080/plain
+want_err "wget: bad address 'files.test:8080'"
 tap "$name"
 
 # shellcheck disable=SC2086
