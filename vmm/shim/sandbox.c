@@ -315,7 +315,7 @@ int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, 
 		return errmsg_invalid(err, errlen, "out of memory");
 	}
 	probe->fd = -1;
-	deadline = clock_now_ns() + AGENT_BOOT_TIMEOUT_S * NS;
+	deadline = clock_now_ns() + SANDBOX_START_TIMEOUT_S * NS;
 	wait_for_socket(s, deadline);
 	rc = agent_client_connect(probe, dial, s->vsock, PROTO_AGENT_PORT, deadline, s->pidfd,
 				  &why);

@@ -48,9 +48,16 @@ struct sandbox {
  * any sandbox_start. 0 or -errno. */
 int sandbox_spawner_start(void);
 
-/* Start the VM process and wait (at most AGENT_BOOT_TIMEOUT_S) until its
- * guest agent answers. Its stderr is ours (the shim's log). 0, or -errno
- * with one line in err; nothing is left running on failure. */
+/* How long a container's VM has to answer, while its process lives: many
+ * restored at once on a loaded host (a pod's worth, or a node's burst) can
+ * take well past mayfly run's AGENT_BOOT_TIMEOUT_S, and containerd waits
+ * for Create (kubelet's own runtime request timeout is 2 min by default);
+ * this only bounds a VM that hangs. A VM that dies ends the wait at once. */
+#define SANDBOX_START_TIMEOUT_S 180
+
+/* Start the VM process and wait (at most SANDBOX_START_TIMEOUT_S) until
+ * its guest agent answers. Its stderr is ours (the shim's log). 0, or
+ * -errno with one line in err; nothing is left running on failure. */
 int sandbox_start(struct sandbox *s, const struct sandbox_config *c, char *err, size_t errlen);
 
 /* The snapshot of c's VM booted and agent-ready, into dir: made once per
