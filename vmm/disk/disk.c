@@ -92,14 +92,14 @@ int disk_file_open(struct disk *disk, const char *path, bool read_only, const ch
 int disk_file_adopt(struct disk *disk, int fd, bool read_only, const char **why)
 {
 	struct stat st;
-	int flags, ret, acc;
+	int flags, ret;
 
 	memset(disk, 0, sizeof(*disk));
 	disk->fd = -1;
-	acc = fcntl(fd, F_GETFL);
-	if (acc < 0 || (!read_only && (acc & O_ACCMODE) != O_RDWR) ||
-	    (read_only && (acc & O_ACCMODE) == O_WRONLY)) {
-		ret = acc < 0 ? -errno : -EBADF;
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || (!read_only && (flags & O_ACCMODE) != O_RDWR) ||
+	    (read_only && (flags & O_ACCMODE) == O_WRONLY)) {
+		ret = flags < 0 ? -errno : -EBADF;
 		*why = "the image is not open for the access it needs";
 		goto err_close_fd;
 	}
@@ -111,8 +111,7 @@ int disk_file_adopt(struct disk *disk, int fd, bool read_only, const char **why)
 	ret = disk_file_size(fd, &st, &disk->size, why);
 	if (ret)
 		goto err_close_fd;
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+	if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
 		ret = -errno;
 		*why = "cannot clear O_NONBLOCK on the image";
 		goto err_close_fd;

@@ -42,17 +42,6 @@ static void *reap(void *arg)
 	return NULL;
 }
 
-/* --spare-disks: part of the VM's device set, so of its snapshot (and its
- * key) too; a restore takes the snapshot's. */
-static int spare_args(const struct sandbox_config *c, char **argv, int n, char bufs[4][160])
-{
-	if (c->spare_disks) {
-		snprintf(bufs[3], sizeof(bufs[3]), "--spare-disks=%u", c->spare_disks);
-		argv[n++] = bufs[3];
-	}
-	return n;
-}
-
 /* The options that make c's VM (a snapshot's key: not its id, socket,
  * hostname or network), after argv[0..n). */
 static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs[4][160])
@@ -71,7 +60,12 @@ static int vm_args(const struct sandbox_config *c, char **argv, int n, char bufs
 	 * the VM's own root stays the initramfs (mayfly's init and agent). */
 	argv[n++] = "--cmdline-append";
 	argv[n++] = "mayfly.container=/dev/vda";
-	n = spare_args(c, argv, n, bufs);
+	/* Part of the device set, so of the snapshot and its key; a restore
+	 * takes the snapshot's. */
+	if (c->spare_disks) {
+		snprintf(bufs[3], sizeof(bufs[3]), "--spare-disks=%u", c->spare_disks);
+		argv[n++] = bufs[3];
+	}
 	if (c->cpu_pct) {
 		snprintf(bufs[2], sizeof(bufs[2]), "--cpu-quota=%u", c->cpu_pct);
 		argv[n++] = bufs[2];

@@ -845,9 +845,7 @@ bool task_service_empty(struct task_service *s)
 
 void task_service_close(struct task_service *s)
 {
-	struct shim_task *t;
-
-	struct shim_task *all;
+	struct shim_task *t, *all;
 
 	pthread_mutex_lock(&s->lock);
 	s->shutting_down = true;

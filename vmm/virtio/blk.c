@@ -10,6 +10,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Move disk into blk (the caller's struct left closed-empty) and show
+ * its size in config space. Transport lock held, or before the device
+ * is live. */
+static void take_disk(struct virtio_blk *blk, struct disk *disk)
+{
+	blk->disk = *disk;
+	memset(disk, 0, sizeof(*disk));
+	disk->fd = -1;
+	blk->config.capacity = htole64(blk->disk.size / DISK_SECTOR_SIZE);
+}
+
 static void blk_config_read(void *dev, uint32_t offset, uint8_t *data, uint32_t len)
 {
 	struct virtio_blk *blk = dev;
@@ -168,12 +179,9 @@ int virtio_blk_init(struct virtio_blk *blk, struct disk *disk, const struct gues
 	int rc;
 
 	memset(blk, 0, sizeof(*blk));
-	blk->disk = *disk;
-	memset(disk, 0, sizeof(*disk));
-	disk->fd = -1;
+	take_disk(blk, disk);
 	if (blk->disk.read_only)
 		features |= 1ULL << VIRTIO_BLK_F_RO;
-	blk->config.capacity = htole64(blk->disk.size / DISK_SECTOR_SIZE);
 	blk->config.seg_max = htole32(VIRTIO_BLK_SEG_MAX);
 	blk->config.blk_size = htole32(DISK_SECTOR_SIZE);
 	rc = virtio_mmio_init(&blk->mmio, &blk_ops, blk, features, mem, name);
@@ -199,10 +207,7 @@ int virtio_blk_insert(struct virtio_blk *blk, struct disk *disk, const char **wh
 	if (disk_is_open(&blk->disk)) {
 		rc = errmsg_why(why, -EBUSY, "virtio-blk %s holds a disk already", blk->mmio.name);
 	} else {
-		blk->disk = *disk;
-		memset(disk, 0, sizeof(*disk));
-		disk->fd = -1;
-		blk->config.capacity = htole64(blk->disk.size / DISK_SECTOR_SIZE);
+		take_disk(blk, disk);
 		blk->inserted = true;
 		virtio_mmio_config_changed(&blk->mmio);
 	}

@@ -161,15 +161,19 @@ int vm_devices_insert_disk(struct vm *vm, unsigned slot, int fd, const char *id,
 	struct stat st;
 	int rc;
 
+	if (slot >= spare)
+		rc = errmsg_why(why, -EINVAL, "no spare disk slot %u (the VM has %u)", slot, spare);
+	else if (strlen(id) > DISK_ID_LEN)
+		rc = errmsg_why(why, -EINVAL, "a disk id longer than %d bytes", DISK_ID_LEN);
 	/* A regular file only: a block device's size needs an ioctl this
 	 * (seccomp-filtered) thread may not make. */
-	if (slot >= spare || strlen(id) > DISK_ID_LEN || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = errmsg_why(why, -EINVAL, "the image to insert is not a regular file");
+	else
+		rc = 0;
+	if (rc) {
 		close(fd);
-		return slot >= spare ? errmsg_why(why, -EINVAL, "no spare disk slot %u (the VM has %u)",
-						  slot, spare) :
-		       strlen(id) > DISK_ID_LEN ? errmsg_why(why, -EINVAL, "a disk id longer than %d "
-							    "bytes", DISK_ID_LEN) :
-		       errmsg_why(why, -EINVAL, "the image to insert is not a regular file");
+		return rc;
 	}
 	blk = &vm->blks[vm->nr_blks - spare + slot];
 	rc = disk_open_cow_fd(&disk, fd, why);
