@@ -359,6 +359,7 @@ kid=$(sed 's/"parent"[^,]*,//' "$work/body" | tr '{' '\n' | sed -n 's/.*"id":"\(
 req 200 POST "/sandboxes/$kid/exec" -d '{"argv":["cat","/root/f"]}'
 has "$work/body" '{"event":"stdout","data":"serve-ok\n"}'
 req 204 DELETE "/sandboxes/$sb"
+req 204 DELETE "/sandboxes/$kid"   # sandboxes outlive a drain: none is left
 kill -TERM "$spid"
 wait "$spid"
 rc=$?

@@ -2,8 +2,9 @@
 # shellcheck disable=SC2016 # JSON bodies are single-quoted on purpose
 # run-serve-tests.sh - mayfly serve end to end in the default Linux guest: every
 # route's happy path, the bad requests, the approver's refusal, a delete racing
-# an exec, concurrent clients, and that nothing is left behind after a drain
-# (SIGTERM) or a kill -9 of the service. Prints TAP.
+# an exec, concurrent clients, sandboxes that outlive a drain (SIGTERM) or a
+# kill -9 of the service and are taken over by the next one, and with
+# --ephemeral nothing left behind. Prints TAP.
 #
 # usage: run-serve-tests MAYFLY GUESTDIR TOOLS
 #   TOOLS  a directory with serve-client (the HTTP client) and jsoncheck
@@ -75,8 +76,15 @@ id_of() {
 # VM process it forked) still runs, counted by their socket under $state.
 vms() {
 	for f in /proc/[0-9]*/cmdline; do
-		{ tr '\0' ' ' <"$f"; } 2>/dev/null | sed -n "s|.*boot --snapshot .* --vsock \($state/sb/[0-9a-f]*\)/vm/vsock.*|\1|p"
+		# A line each (a command line has no newline of its own).
+		{ tr '\0' ' ' <"$f" && echo; } 2>/dev/null | sed -n "s|.*boot --snapshot .* --vsock \($state/sb/[0-9a-f]*\)/vm/vsock.*|\1|p"
 	done | sort -u | wc -l | tr -d ' '
+}
+# Every mayfly process's command line, for a failure's message.
+mayfly_procs() {
+	for f in /proc/[0-9]*/cmdline; do
+		{ tr '\0' ' ' <"$f"; } 2>/dev/null | grep "mayfly" | sed "s|^|[${f#/proc/}] |"
+	done | tr '\n' ';'
 }
 sandboxes_on_disk() {
 	ls "$state/sb" 2>/dev/null | wc -l | tr -d ' '
@@ -411,28 +419,81 @@ sleep 1
 "$mayfly" audit verify "$work/audit.log" >"$work/verify" 2>&1 || fail "audit verify: $(cat "$work/verify")"
 tap "8 concurrent clients x $cycles create -> exec true -> delete cycles ($((8 * cycles)) in $secs s); only the pool is left; the audit log verifies"
 
-# ---- drain ----
+# ---- a restart: the sandboxes outlive the service ----
 
+# keep_has ID TEXT: the sandbox's /root/keep, its $KEEP and its background
+# sleep, in one line.
+keep_has() {
+	req POST "/sandboxes/$1/exec" -d '{"argv":["sh","-c","echo $(cat /root/keep) ${KEEP:-none} $(pidof sleep >/dev/null && echo sleeping)"]}'
+	want 200
+	has "$work/body" "{\"event\":\"stdout\",\"data\":\"$2\\n\"}"
+}
+
+req POST /sandboxes -d '{"env":{"KEEP":"kept"},"ttl":3600}'
+want 201
+run1=$(id_of)
+req POST "/sandboxes/$run1/exec" -d '{"argv":["sh","-c","echo one >/root/keep; setsid sleep 1000 </dev/null >/dev/null 2>&1 &"]}'
+want 200
 req POST /sandboxes -d '{}'
 want 201
+par1=$(id_of)
+req POST "/sandboxes/$par1/exec" -d '{"argv":["sh","-c","echo two >/root/keep"]}'
+want 200
+req POST "/sandboxes/$par1/pause"
+want 200
 kill -TERM "$spid"
 wait_gone "$spid" 60 || fail "the service did not exit within 60 s of SIGTERM"
 wait "$spid"
 rc=$?
 spid=""
 [ "$rc" -eq 0 ] || fail "exit $rc after SIGTERM, want 0"
-[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after the drain"
-[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left: $(ls "$state/sb")"
+sleep 1
+[ "$(vms)" -eq 1 ] || fail "$(vms) VM processes after the drain, want the running sandbox's 1 (the pool's gone)"
 [ -e "$sock" ] && fail "the socket is left"
-ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 && fail "cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
-tap "SIGTERM drains: exit 0, no VM, cgroup, socket or state left"
+[ "$(sandboxes_on_disk)" -eq 2 ] || fail "$(sandboxes_on_disk) sandbox directories after the drain, want 2"
+tap "SIGTERM drains: exit 0; the pool's VMs and the socket go, the sandboxes stay"
 
-# ---- kill -9, then a restart cleans up ----
+start_service || bail "mayfly serve did not restart: $(tail -n 5 "$work/serve.err")"
+grep -q "took over 2 sandboxes left by a previous service: 1 running, 1 paused" "$work/serve.err" ||
+	fail "no take-over line: $(tail -n 3 "$work/serve.err")"
+req GET "/sandboxes/$run1"
+want 200
+has "$work/body" '"state":"running"'
+has "$work/body" '"ttl":3600'
+req GET "/sandboxes/$par1"
+has "$work/body" '"state":"paused"'
+keep_has "$run1" "one kept sleeping"
+keep_has "$par1" "two none"
+tap "a restarted service takes them over: the running one with its files, processes and environment; the paused one resumes"
+
+kill -9 "$spid"
+wait "$spid" 2>/dev/null
+spid=""
+sleep 1
+[ "$(vms)" -eq 2 ] || fail "$(vms) VM processes after a kill -9 of the service, want the 2 sandboxes': $(mayfly_procs)"
+start_service || bail "mayfly serve did not start after a kill: $(tail -n 5 "$work/serve.err")"
+keep_has "$run1" "one kept sleeping"
+keep_has "$par1" "two none"
+tap "kill -9 of the service: its sandboxes' VMs go on, and the next start takes them over"
+
+req DELETE "/sandboxes/$run1"
+want 204
+req DELETE "/sandboxes/$par1"
+want 204
+kill -TERM "$spid"
+wait "$spid"
+spid=""
+[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after the deletes and a drain"
+[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left: $(ls "$state/sb")"
+ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 && fail "cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
+tap "deleted sandboxes leave nothing after a drain: no VM, cgroup, socket or state"
+
+# ---- --ephemeral: sandboxes end with the service ----
 
 # The default snapshot again, as a second template with a pool of its own.
 tid=$(sed -n 's/.*(template \([0-9a-zA-Z_.-]*\) and .*/\1/p' "$work/serve.err" | head -n 1)
 [ -d "$MAYFLY_CACHE/snapshots/$tid" ] || bail "no default snapshot '$tid' in $MAYFLY_CACHE/snapshots"
-start_service --pool 1 --template "alt=$MAYFLY_CACHE/snapshots/$tid" ||
+start_service --ephemeral --pool 1 --template "alt=$MAYFLY_CACHE/snapshots/$tid" ||
 	bail "mayfly serve did not restart: $(tail -n 5 "$work/serve.err")"
 req POST /sandboxes -d '{"template":"alt"}'
 want 201
@@ -443,8 +504,14 @@ has "$work/body" "no template 'nope' (this service has: default alt)"
 req GET /metrics
 has "$work/body" 'mayfly_serve_pool_target{template="alt"} 1'
 has "$work/body" 'mayfly_serve_pool_ready{template="default"}'
-tap "--template NAME=DIR: a create names it, an unknown one is 400, /metrics shows its pool"
+kill -TERM "$spid"
+wait "$spid"
+spid=""
+[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after an ephemeral drain"
+[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left: $(ls "$state/sb")"
+tap "--template NAME=DIR: a create names it, an unknown one is 400, /metrics shows its pool; --ephemeral drains every VM"
 
+start_service --ephemeral || bail "mayfly serve --ephemeral did not start: $(tail -n 5 "$work/serve.err")"
 req POST /sandboxes -d '{}'
 want 201
 kill -9 "$spid"
@@ -456,15 +523,15 @@ while [ "$(vms)" -gt 0 ] && [ $i -lt 100 ]; do
 	i=$((i + 1))
 done
 [ "$(vms)" -eq 0 ] || fail "$(vms) VM processes outlived the killed service"
-tap "kill -9 of the service: its VMs die with it"
+tap "kill -9 of an --ephemeral service: its VMs die with it"
 
 [ "$(sandboxes_on_disk)" -gt 0 ] || fail "nothing on disk to clean (the test would prove nothing)"
-start_service || bail "mayfly serve did not start after a kill: $(tail -n 5 "$work/serve.err")"
+start_service --ephemeral || bail "mayfly serve did not start after a kill: $(tail -n 5 "$work/serve.err")"
 grep -q "cleaned [0-9]* sandbox" "$work/serve.err" || fail "no clean-up line"
 [ "$(sandboxes_on_disk)" -eq 0 ] || fail "left from before: $(ls "$state/sb")"
 kill -TERM "$spid"
 wait "$spid"
 spid=""
-tap "a restarted service cleans what the killed one left"
+tap "a restarted --ephemeral service cleans what the killed one left"
 
 tap_end

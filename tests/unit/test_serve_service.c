@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "serve/calls.h"
@@ -39,19 +41,14 @@ static void *loop(void *arg)
 	return NULL;
 }
 
-static void start(unsigned pool)
+/* A service on state (made by start), and its main loop. */
+static void start_service(unsigned pool, bool ephemeral)
 {
 	const char *fake = getenv("FAKE_VMM");
 
 	cr_assert_not_null(fake, "FAKE_VMM is not set");
-	signal(SIGPIPE, SIG_IGN);
-	cr_assert_not_null(mkdtemp(root));
-	snprintf(state, sizeof(state), "%s/state", root);
-	snprintf(home, sizeof(home), "%s/home", root);
-	cr_assert_eq(mkdir(state, 0700), 0);
-	cr_assert_eq(mkdir(home, 0700), 0);
-	setenv("FAKE_VMM_HOME", home, 1);
 	svc = calloc(1, sizeof(*svc));
+	svc->cfg.ephemeral = ephemeral;
 	svc->cfg.state = state;
 	snprintf(svc->cfg.exe, sizeof(svc->cfg.exe), "%s", fake);
 	/* Two templates: the fake VMM ignores their directories. */
@@ -75,6 +72,35 @@ static void start(unsigned pool)
 	cr_assert_eq(pthread_create(&loop_thread, NULL, loop, NULL), 0);
 }
 
+/* The drain (SIGTERM): the service goes, what it leaves stays. */
+static void stop_service(void)
+{
+	service_stop(svc, 0);
+	atomic_store(&loop_stop, true);
+	pthread_join(loop_thread, NULL);
+	service_destroy(svc);
+	free(svc);
+	svc = NULL;
+}
+
+/* A fresh root with the state directory and the fake guest's home. */
+static void make_root(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(home, sizeof(home), "%s/home", root);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	cr_assert_eq(mkdir(home, 0700), 0);
+	setenv("FAKE_VMM_HOME", home, 1);
+}
+
+static void start(unsigned pool)
+{
+	make_root();
+	start_service(pool, true);
+}
+
 static void setup(void)
 {
 	start(0);
@@ -84,11 +110,7 @@ static void teardown(void)
 {
 	char sb[96];
 
-	service_stop(svc, 0);
-	atomic_store(&loop_stop, true);
-	pthread_join(loop_thread, NULL);
-	service_destroy(svc);
-	free(svc);
+	stop_service();
 	snprintf(sb, sizeof(sb), "%s/sb", state);
 	cr_assert_eq(dir_count(sb, ""), 0, "the drain left sandboxes on disk");
 	fs_remove_tree(root);
@@ -548,4 +570,208 @@ Test(serve_pool, a_create_with_network_rules_boots_its_own_vm_with_them)
 		cr_assert_str_eq(json_string_value(json_array_get(allow, 0)), "a.test:443");
 		json_decref(j);
 	}
+}
+
+/* ---- a restart: the sandboxes a previous service left, taken over ---- */
+
+static void restart_setup(void)
+{
+	make_root();
+	start_service(0, false);
+}
+
+/* Every sandbox deleted (their VMs with them), then the usual checks. */
+static void restart_teardown(void)
+{
+	json_t *list = service_list(svc), *v;
+	size_t i;
+	char err[300];
+
+	json_array_foreach(list, i, v)
+		service_delete(svc, json_string_value(json_object_get(v, "id")), err, sizeof(err));
+	json_decref(list);
+	teardown();
+}
+
+TestSuite(serve_restart, .init = restart_setup, .fini = restart_teardown);
+
+static struct sandbox *create_with(const char *body)
+{
+	struct api_create req;
+	struct sandbox *sb;
+	char err[400];
+	int st;
+
+	cr_assert_eq(api_parse_create(body, strlen(body), &req, err, sizeof(err)), 0, "%s", err);
+	st = service_create(svc, &req, &sb, err, sizeof(err));
+	api_create_free(&req);
+	cr_assert_eq(st, 201, "create: %d %s", st, err);
+	service_put(svc, sb);
+	return sb;
+}
+
+/* Rewrite sandbox id's record as a service killed at some step left it. */
+static void edit_record(const char *id, const char *st, pid_t pid, int64_t created,
+			const char *template)
+{
+	struct registry_record r;
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "%s/sb/%s", state, id);
+	cr_assert_eq(registry_read(dir, &r), 0);
+	snprintf(r.state, sizeof(r.state), "%s", st);
+	if (pid >= 0) {
+		r.pid = pid;
+		r.pid_start = pid ? registry_pid_start(pid) : 0;
+	}
+	if (created)
+		r.created = created;
+	if (template)
+		snprintf(r.template, sizeof(r.template), "%s", template);
+	cr_assert_eq(registry_write(dir, &r), 0);
+}
+
+/* A snapshot in the sandbox's paused directory (the fake VMM reads none). */
+static void make_paused(const char *id)
+{
+	char dir[160];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/sb/%s/" SERVICE_PAUSED, state, id);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	strcat(dir, "/state");
+	f = fopen(dir, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+}
+
+static void kill_and_reap(pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The sandbox id's JSON member key, as a string ("" when none). */
+static const char *member(const char *id, const char *key, char *out, size_t len)
+{
+	json_t *j = service_get_json(svc, id);
+	json_t *v = j ? json_object_get(j, key) : NULL;
+
+	snprintf(out, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+	json_decref(j);
+	return out;
+}
+
+Test(serve_restart, a_drain_leaves_the_sandboxes_and_a_restart_takes_them_over_as_they_were)
+{
+	struct sandbox *a = create_with("{\"env\":{\"GREETING\":\"hi there\"},\"ttl\":600,"
+					"\"allow_net\":[\"a.test:443\"]}");
+	struct sandbox *b = create();
+	char ida[40], idb[40], out[4096], st[32], why[200], err[300];
+	pid_t pa = a->pid, pb = b->pid;
+	int64_t created = a->created;
+
+	snprintf(ida, sizeof(ida), "%s", a->id);
+	snprintf(idb, sizeof(idb), "%s", b->id);
+	stop_service();
+	cr_assert(registry_pid_alive(pa), "the drain stopped a sandbox's VM");
+	cr_assert(registry_pid_alive(pb), "the drain stopped a sandbox's VM");
+	/* b paused, as a pause that finished leaves it. */
+	kill_and_reap(pb);
+	make_paused(idb);
+	edit_record(idb, "paused", 0, 0, NULL);
+
+	start_service(0, false);
+	cr_assert_str_eq(member(ida, "state", st, sizeof(st)), "running");
+	cr_assert_str_eq(member(idb, "state", st, sizeof(st)), "paused");
+	a = NULL;
+	cr_assert_eq(service_get(svc, ida, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(a->pid, pa, "not the same VM process");
+	cr_assert(a->adopted);
+	cr_assert_eq(a->created, created, "its creation time changed");
+	cr_assert_eq(a->rec.ttl_s, 600u, "its ttl was lost");
+	cr_assert_eq(a->net.nallow, 1, "its network rules were lost");
+	service_put(svc, a);
+	exec(a, "{\"argv\":[\"sh\",\"-c\",\"echo $GREETING\"]}", out, sizeof(out));
+	cr_assert(strstr(out, "{\"event\":\"stdout\",\"data\":\"hi there\\n\"}"),
+		  "its environment was lost: %s", out);
+
+	/* Its VM killed: exited, with why; calls are 409 and say it. */
+	kill(pa, SIGKILL);
+	for (int i = 0; i < 300 && strcmp(member(ida, "state", st, sizeof(st)), "exited"); i++)
+		usleep(10000);
+	cr_assert_str_eq(st, "exited");
+	cr_assert(strstr(member(ida, "reason", why, sizeof(why)), "VM process ended"), "%s", why);
+	cr_assert_eq(service_get(svc, ida, &a, err, sizeof(err)), 409);
+	cr_assert(strstr(err, "VM process ended"), "%s", err);
+}
+
+Test(serve_restart, unfinished_and_deleted_sandboxes_go_damaged_ones_are_listed_with_why)
+{
+	struct sandbox *sb[6];
+	char id[6][40], dir[320], st[32], why[300], err[300];
+	pid_t pid[6];
+	FILE *f;
+
+	for (int i = 0; i < 6; i++) {
+		sb[i] = create();
+		snprintf(id[i], sizeof(id[i]), "%s", sb[i]->id);
+		pid[i] = sb[i]->pid;
+	}
+	stop_service();
+	edit_record(id[0], "starting", -1, 0, NULL);   /* a create cut short */
+	edit_record(id[1], "deleting", -1, 0, NULL);   /* a delete cut short */
+	snprintf(dir, sizeof(dir), "%s/sb/%s/" REGISTRY_RECORD, state, id[2]);
+	f = fopen(dir, "w");                            /* a record out of shape */
+	cr_assert_not_null(f);
+	fputs("{\"id\":", f);
+	fclose(f);
+	edit_record(id[3], "running", -1, 0, "gone-template");
+	kill_and_reap(pid[4]);                          /* its VM gone while down */
+	make_paused(id[5]);                             /* a resume cut short */
+	edit_record(id[5], "resuming", -1, 0, NULL);
+
+	start_service(0, false);
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), "%s/sb/%s", state, id[i]);
+		cr_assert_eq(access(dir, F_OK), -1, "%s was left", dir);
+		cr_assert_null(service_get_json(svc, id[i]));
+		cr_assert(!registry_pid_alive(pid[i]), "the VM of an unfinished sandbox lives on");
+	}
+	cr_assert_str_eq(member(id[2], "state", st, sizeof(st)), "damaged");
+	cr_assert(strstr(member(id[2], "reason", why, sizeof(why)), "record.json is out of shape"),
+		  "%s", why);
+	cr_assert_str_eq(member(id[3], "state", st, sizeof(st)), "damaged");
+	cr_assert(strstr(member(id[3], "reason", why, sizeof(why)), "gone-template"), "%s", why);
+	cr_assert_str_eq(member(id[4], "state", st, sizeof(st)), "exited");
+	cr_assert(strstr(member(id[4], "reason", why, sizeof(why)), "while the service was down"),
+		  "%s", why);
+	cr_assert_str_eq(member(id[5], "state", st, sizeof(st)), "paused");
+	cr_assert(!registry_pid_alive(pid[5]), "the VM of an unfinished resume lives on");
+	/* A damaged sandbox's VM goes with its delete; the others are deleted too. */
+	cr_assert(registry_pid_alive(pid[3]));
+	cr_assert_eq(service_delete(svc, id[3], err, sizeof(err)), 0, "%s", err);
+	cr_assert(!registry_pid_alive(pid[3]), "a damaged sandbox's delete left its VM");
+	cr_assert_eq(service_delete(svc, id[2], err, sizeof(err)), 0, "%s", err);
+	kill_and_reap(pid[2]);   /* its record lost, nobody knew its VM */
+}
+
+Test(serve_restart, ttl_counts_on_across_a_restart)
+{
+	struct sandbox *sb = create_with("{\"ttl\":600}");
+	char id[40], dir[128];
+	pid_t pid = sb->pid;
+
+	snprintf(id, sizeof(id), "%s", sb->id);
+	stop_service();
+	/* Made 700 s ago: past its ttl while no service ran. */
+	edit_record(id, "running", -1, (int64_t)time(NULL) - 700, NULL);
+	start_service(0, false);
+	snprintf(dir, sizeof(dir), "%s/sb/%s", state, id);
+	for (int i = 0; i < 300 && access(dir, F_OK) == 0; i++)
+		usleep(10000);
+	cr_assert_eq(access(dir, F_OK), -1, "a sandbox past its ttl was kept");
+	cr_assert_null(service_get_json(svc, id));
+	cr_assert(!registry_pid_alive(pid), "its VM lives on");
 }

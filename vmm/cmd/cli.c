@@ -22,8 +22,8 @@ enum opt_id {
 	O_STDIN, O_PUT, O_GET, O_TTY, O_JSON, O_CALL_TIMEOUT, O_MAX_GET, O_MAX_OUTPUT,
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
-	O_NO_JAIL, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
-	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE,
+	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
+	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
 };
 
@@ -126,6 +126,8 @@ static const struct cli_option options[] = {
 	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
 	  "run the VMM unjailed, with all our privileges\n"
 	  "(debugging only; see docs/security.md)" },
+	{ "detached", O_DETACHED, C_BOOT, NULL, "the VM goes on when the process that started this\n"
+	  "one ends (mayfly serve's sandboxes outlive it)" },
 	{ "uid", O_UID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "UID",
 	  "started as root, the jailed VMM's uid (default 65534)" },
 	{ "gid", O_GID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "GID",
@@ -148,7 +150,9 @@ static const struct cli_option options[] = {
 	{ "tokens", O_TOKENS, C_SERVE, "FILE", "bearer tokens, one \"NAME TOKEN\" a line (mode 0600);\n"
 	  "NAME is the audit log's caller (default: none asked)" },
 	{ "state", O_STATE, C_SERVE, "DIR", "the service's state (default ~/.cache/mayfly/serve,\n"
-	  "/var/lib/mayfly/serve as root); what a previous\nservice left there is cleaned at start" },
+	  "/var/lib/mayfly/serve as root); the sandboxes a\nprevious service left there are taken over" },
+	{ "ephemeral", O_EPHEMERAL, C_SERVE, NULL, "sandboxes end with the service: a drain stops them,\n"
+	  "and a start removes what a previous one left" },
 	{ "pool", O_POOL, C_SERVE, "N", "keep N restored VMs ready for creates (default 0)" },
 	{ "max-sandboxes", O_MAX_SANDBOXES, C_SERVE, "N", "at most N sandboxes at once (default 64)" },
 	{ "template", O_TEMPLATE, C_SERVE, "NAME=DIR", "another template: the snapshot in DIR, with a warm\n"
@@ -513,6 +517,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_DISK_QUOTA:
 		return number("disk-quota", val, 4096, 1ULL << 50, true, &vm->disk_quota, err, errlen);
 	case O_NO_JAIL: c->jail.disabled = true; return CLI_OK;
+	case O_DETACHED: c->jail.detached = true; return CLI_OK;
 	case O_UID:
 	case O_GID:
 		/* 0 is root; (uid_t)-1 means "unchanged" to setresuid. */
@@ -536,6 +541,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_LISTEN: return nonempty(&c->serve.listen, "listen", val, err, errlen);
 	case O_TOKENS: return nonempty(&c->serve.tokens, "tokens", val, err, errlen);
 	case O_STATE: return nonempty(&c->serve.state, "state", val, err, errlen);
+	case O_EPHEMERAL: c->serve.ephemeral = true; return CLI_OK;
 	case O_POOL:
 		if (number("pool", val, 0, 64, false, &n, err, errlen))
 			return CLI_ERROR;

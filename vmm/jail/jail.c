@@ -175,7 +175,8 @@ static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was
 
 /* The supervisor: signals sent to us go to the VM process (the terminal's
  * own, si_code SI_KERNEL, reached it already: it is in our process
- * group); our parent's death (PDEATHSIG) kills it. Its exit code. */
+ * group); our parent's death (PDEATHSIG) kills it, unless parent is 0
+ * (detached). Its exit code. */
 static int supervise(pid_t child, pid_t parent, const sigset_t *set)
 {
 	int sfd = signalfd(-1, set, SFD_CLOEXEC), status;
@@ -200,7 +201,7 @@ static int supervise(pid_t child, pid_t parent, const sigset_t *set)
 			continue;
 		if (si.ssi_signo == SIGCHLD)
 			continue;
-		if (getppid() != parent) {
+		if (parent && getppid() != parent) {
 			parent_died = true;
 			kill(child, SIGKILL);
 		} else if (si.ssi_code != SI_KERNEL) {
@@ -316,8 +317,12 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 		}
 	}
 	make_cgroup(j, jc, cfg);
-	/* The supervisor dies with our caller; the VM with the supervisor. */
-	creds_die_with_parent(SIGTERM, parent);
+	/* The supervisor dies with our caller (unless detached: mayfly
+	 * serve's sandboxes outlive the service); the VM with the supervisor. */
+	if (jc->detached)
+		parent = 0;
+	else
+		creds_die_with_parent(SIGTERM, parent);
 	thread_stop_signals(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);

@@ -21,6 +21,7 @@ struct jail_config {
 	uid_t uid;                 /* started as root: the ids the VMM drops to */
 	gid_t gid;
 	unsigned cpu_pct;          /* cpu.max: percent of a host CPU per vCPU */
+	bool detached;             /* --detached: not ended by its caller's death */
 	/* Not an option: an absolute directory the jailed VM writes into
 	 * (snapshot create's new snapshot), given to the VM's uid and
 	 * bind-mounted into the jail at the same path. NULL: none. */

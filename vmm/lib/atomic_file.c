@@ -107,3 +107,24 @@ int atomic_file_fill(const char *path, int (*fill)(int fd, void *opaque, const c
 		return errmsg_why(why, rc, "cannot write %s: %s", path, strerror(-rc));
 	return 0;
 }
+
+int atomic_file_write(const char *path, const void *data, size_t len)
+{
+	struct atomic_file f;
+	size_t off = 0;
+	int rc = atomic_file_open(&f, path);
+
+	while (!rc && off < len) {
+		ssize_t n = write(f.fd, (const char *)data + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			rc = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (rc) {
+		atomic_file_abort(&f);
+		return rc;
+	}
+	return atomic_file_commit(&f);
+}

@@ -2,6 +2,8 @@
 #ifndef MAYFLY_LIB_ATOMIC_FILE_H
 #define MAYFLY_LIB_ATOMIC_FILE_H
 
+#include <stddef.h>
+
 /* A file being written: `fd` is a fresh temporary file (mode 0600) in the
  * directory of `path`, which appears under `path` only on commit. */
 struct atomic_file {
@@ -30,5 +32,9 @@ void atomic_file_abort(struct atomic_file *f);
  * behind); or -errno with *why "cannot create/write PATH: ...". */
 int atomic_file_fill(const char *path, int (*fill)(int fd, void *opaque, const char **why),
 		     void *opaque, const char **why) __attribute__((warn_unused_result));
+
+/* Create `path` atomically holding data[0..len). 0 or -errno. */
+int atomic_file_write(const char *path, const void *data, size_t len)
+	__attribute__((warn_unused_result));
 
 #endif

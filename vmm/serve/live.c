@@ -119,9 +119,9 @@ int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char
 {
 	char dir[CONFIG_PATH_MAX + 16];
 	struct timespec ms = { 0, 10000000 };
-	int code, status = 0, i;
+	int code, i;
 
-	snprintf(dir, sizeof(dir), "%s/paused", sb->dir);
+	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
 	code = run_ctl(svc, sb, "pause", dir);
 	if (code) {
 		if (code == CTL_EXIT_BUSY)
@@ -131,19 +131,20 @@ int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char
 			ctl_failed(sb, "pause", code, err, errlen);
 		audit(svc, sb, caller, "pause", dir, -EIO, err);
 		pthread_mutex_lock(&svc->lock);
-		sb->state = supervise_poll(sb->pid, &sb->status) == 1 ? SB_EXITED : SB_RUNNING;
+		sb->state = service_vm_ended(sb) ? SB_EXITED : SB_RUNNING;
+		if (sb->state == SB_EXITED)
+			snprintf(sb->reason, sizeof(sb->reason), "its VM process ended in a pause");
 		pthread_cond_broadcast(&svc->changed);
 		pthread_mutex_unlock(&svc->lock);
 		return code == CTL_EXIT_BUSY ? 409 : 500;
 	}
 	/* Saved: the VM process ends by itself. */
-	for (i = 0; i < PAUSE_EXIT_S * 100 && supervise_poll(sb->pid, &status) == 0; i++)
+	for (i = 0; i < PAUSE_EXIT_S * 100 && !service_vm_ended(sb); i++)
 		nanosleep(&ms, NULL);
 	if (i == PAUSE_EXIT_S * 100)
-		supervise_stop(sb->pid, 0, &status);
+		service_vm_stop(sb, 0);
 	registry_clean_vm(&svc->cfg.paths, sb->id);
-	sb->pid = 0;
-	sb->pid_start = 0;
+	service_vm_forget(sb);
 	service_record(sb, "paused");
 	audit(svc, sb, caller, "pause", dir, 0, "");
 	set_state(svc, sb, SB_PAUSED);
@@ -178,11 +179,11 @@ int live_pause_async(struct service *svc, struct sandbox *sb)
 
 int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errlen)
 {
-	char dir[CONFIG_PATH_MAX + 16];
+	char dir[CONFIG_PATH_MAX + 16], done[CONFIG_PATH_MAX + 24];
 	uint64_t t0 = clock_now_ns();
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/paused", sb->dir);
+	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
 	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
 	audit(svc, sb, "resume", "resume", dir, rc ? -EIO : 0, rc ? err : "");
 	if (rc) {
@@ -191,9 +192,13 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 		return rc;
 	}
 	/* The restored VM has its snapshot's files open: the names can go,
-	 * and the next pause writes a new one. */
-	fs_remove_tree(dir);
+	 * and the next pause writes a new one. Renamed away first, whole: a
+	 * restart that finds SERVICE_PAUSED finds it complete (adopt.c). */
+	snprintf(done, sizeof(done), "%s.done", dir);
+	if (rename(dir, done))
+		log_warn("serve: cannot rename %s: %s", dir, strerror(errno));
 	service_record(sb, "running");
+	fs_remove_tree(done);
 	metrics_observe(&svc->metrics, M_RESTORE, clock_now_ns() - t0);
 	set_state(svc, sb, SB_RUNNING);
 	return 0;
@@ -226,6 +231,12 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 	if (rc) {
 		service_discard(svc, sb);
 		return rc;
+	}
+	rc = service_save_spec(sb);
+	if (rc) {
+		snprintf(err, errlen, "cannot write the sandbox's spec: %s", strerror(-rc));
+		service_discard(svc, sb);
+		return 500;
 	}
 	sb->state = SB_RUNNING;
 	service_record(sb, "running");

@@ -22,10 +22,8 @@
 int registry_write(const char *dir, const struct registry_record *r)
 {
 	char path[CONFIG_PATH_MAX];
-	struct atomic_file f;
 	json_t *o;
 	char *text;
-	size_t len, off = 0;
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s/" REGISTRY_RECORD, dir) >= (int)sizeof(path))
@@ -40,22 +38,9 @@ int registry_write(const char *dir, const struct registry_record *r)
 	json_decref(o);
 	if (!text)
 		return -ENOMEM;
-	len = strlen(text);
-	rc = atomic_file_open(&f, path);
-	while (!rc && off < len) {
-		ssize_t n = write(f.fd, text + off, len - off);
-
-		if (n < 0 && errno != EINTR)
-			rc = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
+	rc = atomic_file_write(path, text, strlen(text));
 	free(text);
-	if (rc) {
-		atomic_file_abort(&f);
-		return rc;
-	}
-	return atomic_file_commit(&f);
+	return rc;
 }
 
 static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *out)
@@ -234,7 +219,8 @@ void registry_clean_vm(const struct registry_paths *p, const char *id)
 		remove_vm_cgroups(p->cgroup_root, id);
 }
 
-/* Kill a stale VM process group and wait (it is not our child: poll). */
+/* Kill a stale VM process group and wait (it is not our child: poll).
+ * Whether there was one. */
 static bool kill_stale(const struct registry_record *r)
 {
 	if (!r->pid || !r->pid_start || registry_pid_start(r->pid) != r->pid_start)
@@ -246,6 +232,22 @@ static bool kill_stale(const struct registry_record *r)
 		usleep(10000);
 	}
 	return true;
+}
+
+bool registry_remove(const char *dir, const char *name, const struct registry_paths *p)
+{
+	struct registry_record r;
+	bool killed = false;
+
+	if (!registry_read(dir, &r)) {
+		killed = kill_stale(&r);
+		registry_clean_vm(p, r.id);
+	} else if (config_id_valid(name)) {
+		registry_clean_vm(p, name);
+	}
+	if (fs_remove_tree(dir))
+		log_warn("serve: cannot remove %s left by a previous run", dir);
+	return killed;
 }
 
 int registry_cleanup(const char *state, const struct registry_paths *p, int *killed)
@@ -264,20 +266,10 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
-		struct registry_record r;
-
 		if (e->d_name[0] == '.' ||
 		    snprintf(dir, sizeof(dir), "%s/%s", sbdir, e->d_name) >= (int)sizeof(dir))
 			continue;
-		if (!registry_read(dir, &r)) {
-			if (kill_stale(&r))
-				(*killed)++;
-			registry_clean_vm(p, r.id);
-		} else if (config_id_valid(e->d_name)) {
-			registry_clean_vm(p, e->d_name);
-		}
-		if (fs_remove_tree(dir))
-			log_warn("serve: cannot remove %s left by a previous run", dir);
+		*killed += registry_remove(dir, e->d_name, p);
 		cleaned++;
 	}
 	closedir(d);

@@ -50,7 +50,12 @@ bool registry_pid_alive(pid_t pid);
  * directories. Best effort. */
 void registry_clean_vm(const struct registry_paths *p, const char *id);
 
-/* At start: for each <state>/sb/<ID>/, kill the process its record names
+/* Remove the sandbox directory dir (named name): kill the process its
+ * record names (only if its start time matches), clean its leftovers,
+ * remove the directory. Whether a process was killed. */
+bool registry_remove(const char *dir, const char *name, const struct registry_paths *p);
+
+/* At start (an ephemeral service): for each <state>/sb/<ID>/, kill the process its record names
  * (only if its start time matches: never a reused pid), wait for it,
  * clean its leftovers and remove the directory. Returns how many
  * sandboxes were cleaned, *killed how many had a live process. */

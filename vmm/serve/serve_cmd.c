@@ -242,6 +242,7 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		return RUN_EXIT_MAYFLY;
 	cfg->state = x->state;
 	cfg->pool = c->serve.pool;
+	cfg->ephemeral = c->serve.ephemeral;
 	cfg->max_sandboxes = c->serve.max_sandboxes;
 	cfg->call_timeout_s = c->run.call_timeout_s;
 	cfg->max_output = c->run.max_output;

@@ -1,9 +1,11 @@
 /* service.c - mayfly serve's sandboxes: each a supervised VM process restored from a template, kept in memory and on disk, with a warm pool per template. */
 #include "serve/service.h"
+#include "serve/adopt.h"
 #include "serve/live.h"
 #include "serve/pool.h"
 #include "launch/vm_agent.h"
 #include "control/ctl_client.h"
+#include "lib/atomic_file.h"
 #include "lib/clock.h"
 #include "lib/fs_tree.h"
 #include "lib/log.h"
@@ -28,7 +30,7 @@
 static const char *const state_names[] = {
 	[SB_STARTING] = "starting", [SB_POOL] = "pool", [SB_RUNNING] = "running",
 	[SB_STOPPING] = "stopping", [SB_EXITED] = "exited", [SB_PAUSING] = "pausing",
-	[SB_PAUSED] = "paused", [SB_RESUMING] = "resuming",
+	[SB_PAUSED] = "paused", [SB_RESUMING] = "resuming", [SB_DAMAGED] = "damaged",
 };
 
 const char *service_state_name(enum sb_state st)
@@ -85,8 +87,75 @@ static void record_of(struct sandbox *sb, const char *state)
 	sb->rec.created = sb->created;
 }
 
+int service_save_spec(const struct sandbox *sb)
+{
+	char path[CONFIG_PATH_MAX + 16];
+	json_t *o = json_object(), *env = json_object(), *allow = json_array(), *res = json_array();
+	char *text = NULL;
+	bool ok = o && env && allow && res;
+	int rc = -ENOMEM;
+
+	for (int i = 0; ok && i < sb->nenv; i++) {
+		const char *eq = strchr(sb->env[i], '=');
+		char *key = eq ? strndup(sb->env[i], (size_t)(eq - sb->env[i])) : NULL;
+
+		/* api.c made every "K=V": only memory can fail here. */
+		ok = key && !json_object_set_new(env, key, json_string(eq + 1));
+		free(key);
+	}
+	for (int i = 0; ok && i < sb->net.nallow; i++)
+		ok = !json_array_append_new(allow, json_string(sb->net.allow[i]));
+	for (int i = 0; ok && i < sb->net.nresolve; i++)
+		ok = !json_array_append_new(res, json_string(sb->net.resolve[i]));
+	/* Members as a create has them (adopt.c parses it as one): no empty
+	 * rule lists. */
+	if (ok && !json_object_set(o, "env", env) &&
+	    (!sb->net.nallow || !json_object_set(o, "allow_net", allow)) &&
+	    (!sb->net.nresolve || !json_object_set(o, "resolve", res)))
+		text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	json_decref(env);
+	json_decref(allow);
+	json_decref(res);
+	if (text) {
+		snprintf(path, sizeof(path), "%s/" SERVICE_SPEC, sb->dir);
+		rc = atomic_file_write(path, text, strlen(text));
+		free(text);
+	}
+	return rc;
+}
+
+bool service_vm_ended(struct sandbox *sb)
+{
+	if (sb->adopted)
+		return supervise_poll_fd(sb->pidfd) == 1;
+	return supervise_poll(sb->pid, &sb->status) == 1;
+}
+
+void service_vm_stop(struct sandbox *sb, unsigned grace_ms)
+{
+	if (!sb->adopted) {
+		supervise_stop(sb->pid, grace_ms, &sb->status);
+		return;
+	}
+	supervise_stop_fd(sb->pid, sb->pidfd, grace_ms);
+	service_vm_forget(sb);
+}
+
+void service_vm_forget(struct sandbox *sb)
+{
+	if (sb->adopted)
+		close(sb->pidfd);
+	sb->adopted = false;
+	sb->pidfd = -1;
+	sb->pid = 0;
+	sb->pid_start = 0;
+}
+
 static void free_sandbox(struct sandbox *sb)
 {
+	if (sb->adopted)
+		close(sb->pidfd);
 	for (int i = 0; i < sb->nenv; i++)
 		free(sb->env[i]);
 	free(sb->env);
@@ -96,10 +165,8 @@ static void free_sandbox(struct sandbox *sb)
 
 void service_discard(struct service *svc, struct sandbox *sb)
 {
-	int status;
-
-	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
-		supervise_stop(sb->pid, SUPERVISE_TERM_GRACE_MS, &status);
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
+		service_vm_stop(sb, SUPERVISE_TERM_GRACE_MS);
 	registry_clean_vm(&svc->cfg.paths, sb->id);
 	if (fs_remove_tree(sb->dir))
 		log_warn("serve: cannot remove %s", sb->dir);
@@ -143,6 +210,9 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 	}
 	for (int i = 0; i < svc->cfg.nextra; i++)
 		argv[argc++] = svc->cfg.extra[i];
+	/* It outlives the service, for the next one to take over (adopt.c). */
+	if (!svc->cfg.ephemeral)
+		argv[argc++] = "--detached";
 	/* Each run's own rules (a snapshot holds none): api_parse_create
 	 * checked them with boot's parser and limits. */
 	for (int i = 0; i < sb->net.nallow; i++) {
@@ -169,6 +239,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		fs_remove_tree(fresh ? sb->dir : vmdir);
 		return 500;
 	}
+	sb->adopted = false;
 	sb->pid = supervise_spawn(&svc->sup, argv, log);
 	if (sb->pid < 0) {
 		rc = -sb->pid;
@@ -177,7 +248,9 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		goto out_remove;
 	}
 	sb->pid_start = registry_pid_start(sb->pid);
-	record_of(sb, "starting");
+	/* A resume's record says so: a restart then knows its snapshot the
+	 * sandbox's until the resume ends (live_resume). */
+	record_of(sb, sb->state == SB_RESUMING ? "resuming" : "starting");
 	rc = registry_write(sb->dir, &sb->rec);
 	if (rc) {
 		snprintf(err, errlen, "cannot write the sandbox's record: %s", strerror(-rc));
@@ -211,15 +284,25 @@ out_remove:
 
 struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t)
 {
+	char id[API_ID_MAX + 1];
+
+	new_id(id);
+	return service_sandbox_named(svc, t, id);
+}
+
+struct sandbox *service_sandbox_named(struct service *svc, struct service_template *t,
+				      const char *id)
+{
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 
 	if (!sb)
 		return NULL;
-	new_id(sb->id);
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sb/%s", svc->cfg.state, sb->id);
 	/* The VM's sockets in a directory of their own: the jail bind-mounts
 	 * the socket's directory, and the record and the log stay outside. */
 	snprintf(sb->vsock, sizeof(sb->vsock), "%s/sb/%s/vm/vsock", svc->cfg.state, sb->id);
+	sb->pidfd = -1;
 	sb->created = (int64_t)time(NULL);
 	sb->created_ns = sb->last_used_ns = clock_now_ns();
 	sb->tmpl = t;
@@ -250,6 +333,14 @@ int service_link(struct service *svc, struct sandbox **sbs, unsigned n)
 void service_link_locked(struct service *svc, struct sandbox *sb)
 {
 	link_sandbox(svc, sb);
+}
+
+void service_adopt_link(struct service *svc, struct sandbox *sb)
+{
+	pthread_mutex_lock(&svc->lock);
+	link_sandbox(svc, sb);
+	svc->count++;
+	pthread_mutex_unlock(&svc->lock);
 }
 
 static void unlink_sandbox(struct service *svc, struct sandbox *sb)
@@ -354,8 +445,13 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	sb->rec.idle_s = req->idle_s;
 	sb->created = (int64_t)time(NULL);
 	sb->created_ns = sb->last_used_ns = clock_now_ns();
-	record_of(sb, "running");
-	rc = registry_write(sb->dir, &sb->rec);
+	/* Its spec before the record that says it runs: a restart never
+	 * finds a running sandbox without one. */
+	rc = service_save_spec(sb);
+	if (!rc) {
+		record_of(sb, "running");
+		rc = registry_write(sb->dir, &sb->rec);
+	}
 	pthread_mutex_lock(&svc->lock);
 	sb->state = SB_RUNNING;
 	sb->calls = 1;
@@ -407,7 +503,8 @@ int service_get(struct service *svc, const char *id, struct sandbox **out, char 
 		}
 		pthread_cond_broadcast(&svc->changed);
 	} else if (sb->state != SB_RUNNING) {
-		snprintf(err, errlen, "sandbox '%s' is %s", id, state_names[sb->state]);
+		snprintf(err, errlen, "sandbox '%s' is %s%s%s", id, state_names[sb->state],
+			 sb->reason[0] ? ": " : "", sb->reason);
 		rc = 409;
 	} else {
 		sb->calls++;
@@ -454,6 +551,12 @@ void service_hold(struct service *svc, struct sandbox *sb)
 
 void service_put(struct service *svc, struct sandbox *sb)
 {
+	char path[CONFIG_PATH_MAX + 16];
+
+	/* The record's time is its last use: idle_timeout counts on across a
+	 * restart (adopt.c). */
+	snprintf(path, sizeof(path), "%s/" REGISTRY_RECORD, sb->dir);
+	utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
 	pthread_mutex_lock(&svc->lock);
 	sb->calls--;
 	sb->last_used_ns = clock_now_ns();
@@ -481,10 +584,12 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 			 "it ends", id, calls, calls == 1 ? "" : "s");
 		return 409;
 	}
-	if (sb->state != SB_EXITED && sb->state != SB_PAUSED)
+	if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->state != SB_DAMAGED)
 		sb->state = SB_STOPPING;
 	unlink_sandbox(svc, sb);
 	pthread_mutex_unlock(&svc->lock);
+	/* Deleted by request from here: a restart finishes it, never lists it. */
+	service_record(sb, "deleting");
 	service_discard(svc, sb);
 	pthread_mutex_lock(&svc->lock);
 	svc->count--;
@@ -498,8 +603,9 @@ json_t *service_sandbox_json(const struct sandbox *sb)
 
 	for (int i = 0; allow && i < sb->net.nallow; i++)
 		json_array_append_new(allow, json_string(sb->net.allow[i]));
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o*}",
-			 "id", sb->id, "state", state_names[sb->state], "template", sb->rec.template,
+	return json_pack("{s:s, s:s, s:s*, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o*}",
+			 "id", sb->id, "state", state_names[sb->state],
+			 "reason", sb->reason[0] ? sb->reason : NULL, "template", sb->rec.template,
 			 "created", (json_int_t)sb->created, "cpus", (json_int_t)sb->rec.cpus,
 			 "mem", (json_int_t)sb->rec.mem_mib, "ttl", (json_int_t)sb->rec.ttl_s,
 			 "idle_timeout", (json_int_t)sb->rec.idle_s, "calls", sb->calls,
@@ -545,6 +651,7 @@ void service_gauges(struct service *svc, struct metrics_gauges *g)
 		case SB_PAUSED: g->paused++; break;
 		case SB_PAUSING: g->running++; break;
 		case SB_RESUMING: g->starting++; break;
+		case SB_DAMAGED: g->exited++; break;
 		case SB_POOL: break;
 		}
 	g->pool_target = svc->cfg.pool;
@@ -557,6 +664,34 @@ void service_gauges(struct service *svc, struct metrics_gauges *g)
 	pthread_mutex_unlock(&svc->lock);
 }
 
+/* sb's VM process ended by itself: paused, when a pause it was given
+ * before a restart finished (adopt.c), else exited, with why. */
+static void vm_ended(struct sandbox *sb)
+{
+	char dir[CONFIG_PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
+	if (sb->adopted && sb->state == SB_RUNNING && !stat(dir, &st) && S_ISDIR(st.st_mode)) {
+		log_info("serve: sandbox %s was paused", sb->id);
+		service_vm_forget(sb);
+		sb->state = SB_PAUSED;
+		service_record(sb, "paused");
+		return;
+	}
+	if (sb->adopted)
+		snprintf(sb->reason, sizeof(sb->reason), "its VM process ended");
+	else if (WIFSIGNALED(sb->status))
+		snprintf(sb->reason, sizeof(sb->reason), "its VM process was killed by signal %d%s",
+			 WTERMSIG(sb->status), WTERMSIG(sb->status) == SIGKILL ?
+			 " (out of memory, or killed from outside)" : "");
+	else
+		snprintf(sb->reason, sizeof(sb->reason), "its VM process exited %d",
+			 WEXITSTATUS(sb->status));
+	log_warn("serve: sandbox %s: %s", sb->id, sb->reason);
+	sb->state = SB_EXITED;
+}
+
 void service_tick(struct service *svc)
 {
 	uint64_t now = clock_now_ns();
@@ -567,11 +702,8 @@ void service_tick(struct service *svc)
 		struct sandbox *sb = *p;
 		bool pooled = sb->state == SB_POOL;
 
-		if ((sb->state == SB_RUNNING || pooled) &&
-		    supervise_poll(sb->pid, &sb->status) == 1) {
-			log_warn("serve: sandbox %s's VM process ended (wait status %#x)", sb->id,
-				 sb->status);
-			sb->state = SB_EXITED;
+		if ((sb->state == SB_RUNNING || pooled) && service_vm_ended(sb)) {
+			vm_ended(sb);
 			if (pooled) {
 				/* Nobody knows it yet: gone, and the pool refills. */
 				sb->tmpl->pool_ready--;
@@ -627,11 +759,17 @@ int service_start(struct service *svc)
 		log_say("serve: cannot set up: %s", strerror(-rc));
 		return rc;
 	}
-	cleaned = registry_cleanup(svc->cfg.state, &svc->cfg.paths, &killed);
-	if (cleaned)
-		log_say("serve: cleaned %d sandbox%s left by a previous run (%d VM process%s killed)",
-			cleaned, cleaned == 1 ? "" : "es", killed, killed == 1 ? "" : "es");
+	svc->sup.outlive = !svc->cfg.ephemeral;
 	snprintf(sbdir, sizeof(sbdir), "%s/sb", svc->cfg.state);
+	if (svc->cfg.ephemeral) {
+		cleaned = registry_cleanup(svc->cfg.state, &svc->cfg.paths, &killed);
+		if (cleaned)
+			log_say("serve: cleaned %d sandbox%s left by a previous run (%d VM process%s "
+				"killed)", cleaned, cleaned == 1 ? "" : "es", killed,
+				killed == 1 ? "" : "es");
+	} else {
+		adopt_all(svc, sbdir);
+	}
 	if (mkdir(sbdir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_say("serve: cannot create %s: %s", sbdir, strerror(-rc));
@@ -653,6 +791,12 @@ static int wait_calls(struct service *svc, const struct timespec *until)
 	}
 }
 
+/* What a drain stops: every VM when ephemeral, else only the pool's. */
+static bool drain_ends(const struct service *svc, const struct sandbox *sb)
+{
+	return svc->cfg.ephemeral || sb->state == SB_POOL;
+}
+
 void service_stop(struct service *svc, unsigned grace_ms)
 {
 	struct timespec until;
@@ -667,18 +811,19 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	until = clock_realtime_after_ms(grace_ms);
 	wait_calls(svc, &until);
 	pthread_mutex_unlock(&svc->lock);
-	/* Calls still in flight give up now: their VMs are about to go. */
+	/* Calls still in flight give up now. */
 	if (write(svc->stop_fd, &one, sizeof(one)) < 0)
 		log_warn("serve: cannot signal the drain: %s", strerror(errno));
 	pool_join(svc);
-	/* Every VM told to stop at once; a call still on one then fails. */
+	/* Every VM that ends told to stop at once; a call still on one then fails. */
 	pthread_mutex_lock(&svc->lock);
 	for (struct sandbox *sb = svc->list; sb; sb = sb->next)
-		if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
+		if (drain_ends(svc, sb) && sb->state != SB_EXITED && sb->state != SB_PAUSED &&
+		    sb->pid > 0)
 			kill(sb->pid, SIGTERM);
 	until = clock_realtime_after_ms(SUPERVISE_TERM_GRACE_MS + 10000);
 	if (wait_calls(svc, &until))
-		log_warn("serve: calls still in flight after the drain; their VMs are killed");
+		log_warn("serve: calls still in flight after the drain");
 	all = svc->list;
 	svc->list = NULL;
 	pthread_mutex_unlock(&svc->lock);
@@ -686,6 +831,12 @@ void service_stop(struct service *svc, unsigned grace_ms)
 		struct sandbox *sb = all;
 
 		all = sb->next;
+		if (!drain_ends(svc, sb)) {
+			/* Its VM and record stay for the next service (adopt.c). */
+			if (!sb->calls)
+				free_sandbox(sb);
+			continue;
+		}
 		if (sb->calls) {
 			/* Still held by a call: its VM and files go, its memory stays. */
 			int status;

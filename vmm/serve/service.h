@@ -21,7 +21,15 @@
 #define SERVICE_POOL_THREADS 8   /* the pools' refill threads at most */
 
 enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
-		 SB_RESUMING };
+		 SB_RESUMING, SB_DAMAGED };
+
+/* What a sandbox's directory holds besides its record: the environment
+ * and network rules it was created with (a create request's members, mode
+ * 0600: the values may be secrets, as its paused memory may hold them),
+ * and its snapshot while paused. */
+#define SERVICE_SPEC   "spec.json"
+#define SERVICE_PAUSED "paused"
+
 
 /* A template: a snapshot directory, addressed by name ("default", or a
  * --template NAME) or by its id (the snapshot cache's content hash, or the
@@ -46,7 +54,10 @@ struct sandbox {
 	enum sb_state state;
 	pid_t pid;
 	uint64_t pid_start;
+	bool adopted;              /* pid is a previous service's VM process, not our child: */
+	int pidfd;                 /* watched and stopped through this pidfd */
 	int status;                /* wait status once SB_EXITED */
+	char reason[200];          /* why SB_EXITED or SB_DAMAGED, for a person */
 	int64_t created;           /* Unix seconds */
 	uint64_t created_ns, last_used_ns;   /* CLOCK_MONOTONIC */
 	struct registry_record rec;
@@ -72,6 +83,7 @@ struct service_config {
 	uint64_t max_output;
 	uint64_t max_file;         /* one file in or out */
 	unsigned max_sandboxes;
+	bool ephemeral;            /* --ephemeral: sandboxes end with the service */
 	struct registry_paths paths;
 };
 
@@ -92,14 +104,16 @@ struct service {
 	uint64_t next_exec;
 };
 
-/* Set up (state directory made, the leftovers of a previous service
- * cleaned) and start the pool's refill thread. The caller's thread must
+/* Set up (state directory made; a previous service's sandboxes adopted,
+ * or with cfg.ephemeral its leftovers cleaned) and start the pool's
+ * refill thread. The caller's thread must
  * then call supervise_pending whenever svc->sup.efd is readable and
  * service_tick every few hundred ms. 0 or -errno after one line. */
 int service_start(struct service *svc);
 
 /* Drain: refuse new sandboxes, give the calls in flight up to grace_ms,
- * then stop every VM and remove their state. */
+ * then stop the pool's VMs; the sandboxes' VMs go on for the next service
+ * to adopt (cfg.ephemeral: stopped, and their state removed). */
 void service_stop(struct service *svc, unsigned grace_ms);
 void service_destroy(struct service *svc);
 
@@ -140,6 +154,9 @@ struct service_template *service_template_find(struct service *svc, const char *
  * snap (NULL: its template's) and its agent waited for (0, or an HTTP
  * status with err). */
 struct sandbox *service_new_sandbox(struct service *svc, struct service_template *t);
+/* The same, for the sandbox id (a valid one) that a previous service made. */
+struct sandbox *service_sandbox_named(struct service *svc, struct service_template *t,
+				      const char *id);
 int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_create *req,
 		     const char *snap, char *err, size_t errlen);
 /* Link n new sandboxes at once, running: a call sees all of them or none
@@ -153,6 +170,16 @@ void service_discard(struct service *svc, struct sandbox *sb);
 void service_link_locked(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
+/* Write sb's SERVICE_SPEC (its environment and network rules). 0 or -errno. */
+int service_save_spec(const struct sandbox *sb);
+/* Whether sb's VM process has ended (reaped, sb->status set, when it is
+ * our child); stop it (SIGTERM, grace_ms, then SIGKILL to its group). */
+bool service_vm_ended(struct sandbox *sb);
+void service_vm_stop(struct sandbox *sb, unsigned grace_ms);
+/* Its VM process ended: no pid, no pidfd of an adopted one. */
+void service_vm_forget(struct sandbox *sb);
+/* Link an adopted sandbox (adopt.c), counted. */
+void service_adopt_link(struct service *svc, struct sandbox *sb);
 const char *service_state_name(enum sb_state st);
 
 /* One sandbox's JSON (the lock held or the sandbox held). */

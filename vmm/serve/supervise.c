@@ -1,4 +1,4 @@
-/* supervise.c - mayfly serve's VM processes: spawned from the service's main thread (their PDEATHSIG follows it), in process groups of their own, stopped and reaped. */
+/* supervise.c - mayfly serve's VM processes: spawned from the service's main thread, in process groups of their own, stopped and reaped; a previous service's adopted through pidfds. */
 #include "serve/supervise.h"
 #include "lib/clock.h"
 
@@ -79,6 +79,7 @@ struct child_args {
 	const struct spawn_req *r;
 	pid_t parent;
 	int log_fd, null_fd;
+	bool outlive;
 };
 
 /* The kernel's struct sigaction, for a raw rt_sigaction. */
@@ -101,9 +102,9 @@ static int child(void *arg)
 	struct kernel_sigaction dfl = { .handler = SIG_DFL };
 	uint64_t none = 0;
 
-	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	if ((!a->outlive && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) ||
 	    syscall(SYS_getppid) != a->parent)
-		syscall(SYS_exit_group, 127);   /* the service already went: so does its VM */
+		syscall(SYS_exit_group, 127);   /* the service already went: nobody has its record */
 	syscall(SYS_setpgid, 0, 0);
 	for (int sig = 1; sig <= 64; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
@@ -122,9 +123,9 @@ static int child(void *arg)
 /* A vfork-like clone, not fork(): the service (many threads, a large and
  * busy heap) never has its page tables copied, nor takes a copy-on-write
  * fault on every page it writes until the child's exec. */
-static pid_t spawn_one(const struct spawn_req *r)
+static pid_t spawn_one(const struct spawn_req *r, bool outlive)
 {
-	struct child_args a = { r, getpid(), -1, -1 };
+	struct child_args a = { r, getpid(), -1, -1, outlive };
 	void *stack = MAP_FAILED;
 	sigset_t all, old;
 	pid_t pid = -EIO;
@@ -167,7 +168,7 @@ void supervise_pending(struct supervisor *s)
 		struct spawn_req *r = s->queue;
 
 		s->queue = r->next;
-		r->result = s->closed ? -ESHUTDOWN : spawn_one(r);
+		r->result = s->closed ? -ESHUTDOWN : spawn_one(r, s->outlive);
 	}
 	pthread_cond_broadcast(&s->done);
 	pthread_mutex_unlock(&s->lock);
@@ -231,4 +232,49 @@ void supervise_stop(pid_t pid, unsigned grace_ms, int *status)
 	kill(pid, SIGKILL);
 	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 		;
+}
+
+int supervise_pidfd(pid_t pid)
+{
+	int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+
+	return fd >= 0 ? fd : pid > 0 ? -errno : -ESRCH;
+}
+
+int supervise_poll_fd(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* Up to ms for the process behind pidfd to end: true once it has. */
+static bool wait_fd(int pidfd, unsigned ms)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	uint64_t until = clock_now_ns() + ms * 1000000ULL, now;
+	int n;
+
+	while ((n = poll(&p, 1, 0)) == 0 && (now = clock_now_ns()) < until)
+		if (poll(&p, 1, (int)((until - now) / 1000000 + 1)) < 0 && errno != EINTR)
+			return false;
+	return n == 1 || supervise_poll_fd(pidfd);
+}
+
+/* A SIGKILLed process ends unless stuck in the kernel; not waited for
+ * longer than this. */
+#define ADOPTED_KILL_WAIT_MS 10000
+
+void supervise_stop_fd(pid_t pid, int pidfd, unsigned grace_ms)
+{
+	if (pidfd < 0)
+		return;
+	if (syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) == 0 && wait_fd(pidfd, grace_ms))
+		return;
+	/* Its group: pid leads it (spawned with setpgid), and it is not
+	 * reused while the leader lives, which the pidfd's poll says. */
+	if (!supervise_poll_fd(pidfd))
+		kill(-pid, SIGKILL);
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	wait_fd(pidfd, ADOPTED_KILL_WAIT_MS);
 }

@@ -1,4 +1,4 @@
-/* supervise.h - mayfly serve's VM processes: spawned from the service's main thread (their PDEATHSIG follows it), in process groups of their own, stopped and reaped. */
+/* supervise.h - mayfly serve's VM processes: spawned from the service's main thread, in process groups of their own, stopped and reaped; a previous service's adopted through pidfds. */
 #ifndef MAYFLY_SERVE_SUPERVISE_H
 #define MAYFLY_SERVE_SUPERVISE_H
 
@@ -23,6 +23,7 @@ struct supervisor {
 	int efd;                   /* eventfd: a request waits; the main loop polls it */
 	struct spawn_req *queue;
 	bool closed;               /* no more spawns (draining) */
+	bool outlive;              /* VM processes outlive the service (no PDEATHSIG) */
 };
 
 int supervise_init(struct supervisor *s);
@@ -31,7 +32,7 @@ void supervise_destroy(struct supervisor *s);
 /* Start argv[0] (absolute) with argv, stdin and stdout /dev/null, stderr
  * appended to log_path, every other fd closed, default signal
  * dispositions and mask, in a new process group, killed by SIGKILL when
- * the service's main thread ends. Any thread but the one that runs
+ * the service's main thread ends unless s->outlive. Any thread but the one that runs
  * supervise_pending. pid, or -errno (-ESHUTDOWN once closed). */
 pid_t supervise_spawn(struct supervisor *s, char *const argv[], const char *log_path);
 
@@ -49,5 +50,17 @@ void supervise_stop(pid_t pid, unsigned grace_ms, int *status);
 /* 1 and *status when pid (our child) has ended and was reaped now, 0
  * while it runs, -errno. */
 int supervise_poll(pid_t pid, int *status);
+
+/* A process that is not our child (a previous service's VM, adopted): a
+ * pidfd for it, or -errno. The caller checks afterwards that pid is
+ * still the process it means (its start time): the pidfd then names it
+ * for good, whatever process reuses the number later. */
+int supervise_pidfd(pid_t pid);
+/* 1 when the process behind pidfd has ended, else 0. */
+int supervise_poll_fd(int pidfd);
+/* supervise_stop for an adopted process: SIGTERM through its pidfd, up to
+ * grace_ms, then SIGKILL to it and its group; waits (bounded) for its end.
+ * The caller closes pidfd. */
+void supervise_stop_fd(pid_t pid, int pidfd, unsigned grace_ms);
 
 #endif
