@@ -138,14 +138,21 @@ tap "mayfly run as root, jailed by default, runs a command (exit 0)"
 # ---- a running VM seen from the host ----------------------------------------
 
 timeout -k 5 "$case_timeout" "$mayfly" run --json --uid 4321 --gid 4322 --cpu-quota 50 \
-	-- sleep 60 >"$work/out" 2>"$work/err" &
+	--audit "$work/jail-audit.log" -- sleep 60 >"$work/out" 2>"$work/err" &
 bg=$!
 sup=""
 vm=$(wait_for_vm "$bg") || fail "no jailed VM process with its command started"
 [ -n "$vm" ] && sup=$(status_field "$vm" PPid)
 [ -n "$sup" ] && [ "$(status_field "$sup" Uid | cut -d' ' -f1)" = 0 ] ||
 	fail "the VM's parent '$sup' is not the supervisor"
-tap "the VM runs in a process of its own, under a supervisor"
+# The --audit log is its writer's alone: a compromised VM cannot cut it back.
+for p in $vm $sup; do
+	for f in "/proc/$p/fd/"*; do
+		[ "$(readlink "$f" 2>/dev/null)" = "$work/jail-audit.log" ] &&
+			fail "process $p ($(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-60)) holds the audit log open"
+	done
+done
+tap "the VM runs in a process of its own, under a supervisor; neither holds the --audit log"
 
 if [ -n "$vm" ]; then
 	threads=0

@@ -18,7 +18,7 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
-busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat mount umount dd df
 [ $# -eq 3 ] || usage "run-serve-tests MAYFLY GUESTDIR TOOLS"
 mayfly=$1
 guestdir=$2
@@ -533,5 +533,65 @@ kill -TERM "$spid"
 wait "$spid"
 spid=""
 tap "a restarted --ephemeral service cleans what the killed one left"
+
+# ---- a full state disk: pause and fork fail clearly, the sandbox goes on ----
+
+# The state on a 32 MiB tmpfs, filled but for 1 MiB: a record fits, a
+# snapshot of the guest's memory does not.
+small=$work/small
+mkdir -p "$small" && mount -t tmpfs -o size=32m tmpfs "$small" || bail "cannot mount a tmpfs on $small"
+full_state() {
+	dd if=/dev/zero of="$small/fill" bs=1M count=31 2>/dev/null
+	sync
+}
+free_kib() {
+	df -k "$small" | tail -n 1 | sed 's/  */ /g' | cut -d' ' -f4
+}
+state_was=$state
+sock_was=$sock
+state=$small/state
+sock=$small/api.sock
+start_service --ephemeral || bail "mayfly serve on a tmpfs did not start: $(tail -n 5 "$work/serve.err")"
+req POST /sandboxes -d '{}'
+want 201
+sb=$(id_of)
+full_state
+before=$(free_kib)
+req POST "/sandboxes/$sb/pause"
+want 500
+has "$work/body" "No space left on device"
+req GET "/sandboxes/$sb"
+has "$work/body" '"state":"running"'
+req POST "/sandboxes/$sb/exec" -d '{"argv":["echo","still-here"]}'
+want 200
+has "$work/body" '{"event":"stdout","data":"still-here\n"}'
+for f in "$state/sb/$sb"/paused*; do
+	[ -e "$f" ] && fail "a partial snapshot is left: $f"
+done
+[ "$(free_kib)" -ge "$before" ] || fail "the failed pause kept space: $(free_kib) KiB free, $before before"
+tap "a full state disk: pause is 500 (No space left on device), the sandbox runs on, no partial snapshot, space given back"
+
+req POST "/sandboxes/$sb/fork" -d '{"count":2}'
+want 500
+has "$work/body" "No space left on device"
+[ -n "$(ls -A "$state/forks" 2>/dev/null)" ] && fail "a partial fork snapshot is left: $(ls "$state/forks")"
+req GET /sandboxes
+[ "$(grep -o '"id"' "$work/body" | wc -l)" -eq 1 ] || fail "a failed fork left children: $(head -c 300 "$work/body")"
+[ "$(free_kib)" -ge "$before" ] || fail "the failed fork kept space: $(free_kib) KiB free, $before before"
+rm -f "$small/fill"
+req POST "/sandboxes/$sb/pause"
+want 200
+req POST "/sandboxes/$sb/exec" -d '{"argv":["echo","resumed"]}'
+want 200
+has "$work/body" '{"event":"stdout","data":"resumed\n"}'
+tap "a full state disk: fork is 500, no child and no snapshot left; with room again, pause and resume work"
+
+kill -TERM "$spid"
+wait "$spid"
+spid=""
+state=$state_was
+sock=$sock_was
+umount "$small" || fail "cannot unmount $small (something of the service's still in it)"
+tap "the service on a full disk drains; nothing of it holds the file system"
 
 tap_end

@@ -1,9 +1,11 @@
-/* test_audit.c - the audit log: a real chain verifies; each kind of tampering is caught at the line it hits; appends from two processes interleave into one chain. */
+/* test_audit.c - the audit log: a real chain verifies; each kind of tampering is caught at the line it hits; appends from two processes interleave into one chain; through its writer process, with a hostile sender. */
 #include "policy/audit.h"
+#include "policy/audit_writer.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,4 +259,100 @@ Test(audit, bytes_that_are_not_utf8_are_kept_as_base64)
 	j = audit_bytes("ok", 2);
 	cr_assert_str_eq(json_string_value(j), "ok");
 	json_decref(j);
+}
+
+/* ---- the writer: the VM process holds a socket, never the log ---- */
+
+/* Descriptors of this process open on the log. */
+static int fds_on_log(void)
+{
+	char link[64], target[256];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		n += !strcmp(target, path);
+	}
+	return n;
+}
+
+static void *append_from_thread(void *arg)
+{
+	struct audit_log *log = arg;
+	char err[256];
+
+	for (int i = 0; i < 20; i++) {
+		json_t *rec = json_pack("{s:s, s:i}", "who", "thread", "i", i);
+
+		cr_assert_eq(audit_append(log, rec, err, sizeof(err)), 0, "%s", err);
+		json_decref(rec);
+	}
+	return NULL;
+}
+
+Test(audit, through_its_writer_records_chain_and_this_process_holds_no_descriptor_of_the_log)
+{
+	struct audit_verdict v;
+	struct audit_log log;
+	pthread_t t;
+	char err[256];
+
+	cr_assert_eq(audit_open(&log, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fds_on_log(), 1);
+	cr_assert_eq(audit_writer_start(&log, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fds_on_log(), 0, "the log is still open here: a jailed VM could cut it");
+	cr_assert_eq(pthread_create(&t, NULL, append_from_thread, &log), 0);
+	append_from_thread(&log);
+	pthread_join(t, NULL);
+	audit_close(&log);
+	cr_assert_eq(audit_verify(path, NULL, &v), 0, "%s at line %llu", v.why,
+		     (unsigned long long)v.bad_line);
+	cr_assert_eq(v.records, 40);
+}
+
+/* What a compromised VM process may send its writer: a record that is not
+ * an object is refused (the writer goes on); a stream that is not of
+ * records ends the writer, and every later append fails (fail closed);
+ * nothing it sends cuts the log back. */
+Test(audit, a_hostile_sender_gets_refusals_and_never_shortens_the_log)
+{
+	struct audit_verdict v;
+	struct audit_log log;
+	struct { int32_t rc; char err[200]; } reply;
+	json_t *rec = json_pack("{s:s}", "who", "vm");
+	const char *bad[] = { "[1,2]", "{\"a\":", "\"x\"", "{\"a\":1,\"a\":2}" };
+	char err[256], deep[200];
+	uint32_t len;
+
+	cr_assert_eq(audit_open(&log, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(audit_writer_start(&log, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(audit_append(&log, rec, err, sizeof(err)), 0, "%s", err);
+	memset(deep, '[', sizeof(deep));
+	for (size_t i = 0; i <= sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *b = i < sizeof(bad) / sizeof(bad[0]) ? bad[i] : deep;
+		size_t n = i < sizeof(bad) / sizeof(bad[0]) ? strlen(b) : sizeof(deep);
+
+		len = (uint32_t)n;
+		cr_assert_eq(write(log.remote, &len, sizeof(len)), sizeof(len));
+		cr_assert_eq(write(log.remote, b, n), (ssize_t)n);
+		cr_assert_eq(read(log.remote, &reply, sizeof(reply)), sizeof(reply));
+		cr_assert_eq(reply.rc, -EINVAL, "record %zu: %d", i, reply.rc);
+	}
+	cr_assert_eq(audit_append(&log, rec, err, sizeof(err)), 0, "the writer did not go on: %s", err);
+	/* A length past any record: the writer ends. */
+	len = AUDIT_LINE_MAX;
+	cr_assert_eq(write(log.remote, &len, sizeof(len)), sizeof(len));
+	cr_assert_neq(audit_append(&log, rec, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "writer is gone"), "%s", err);
+	cr_assert_neq(audit_append(&log, rec, err, sizeof(err)), 0, "not failed closed");
+	json_decref(rec);
+	audit_close(&log);
+	cr_assert_eq(audit_verify(path, NULL, &v), 0, "%s", v.why);
+	cr_assert_eq(v.records, 2);
 }

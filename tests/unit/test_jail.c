@@ -143,6 +143,23 @@ Test(jail, cgroup_remove_is_bounded_and_removes_an_empty_one)
 	cr_assert_neq(access(path, F_OK), 0, "the cgroup is still there");
 }
 
+/* memory.events' oom_kill, as the supervisor's last line names it. */
+Test(jail, cgroup_oom_kills_reads_memory_events)
+{
+	struct cgroup_limits l = { .memory_max = 1 << 20 };
+	struct cgroup cg, none = { .path = "" };
+	const char *why = "";
+
+	put(root, "cgroup.controllers", "memory\n");
+	cr_assert_eq(cgroup_create(&cg, root, "vm-o-1", &l, &why), 0, "%s", why);
+	cr_assert_eq(cgroup_oom_kills(&cg), 0, "no memory.events: none known");
+	put(cg.path, "memory.events", "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n");
+	cr_assert_eq(cgroup_oom_kills(&cg), 1);
+	put(cg.path, "memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+	cr_assert_eq(cgroup_oom_kills(&cg), 0);
+	cr_assert_eq(cgroup_oom_kills(&none), 0);
+}
+
 Test(jail, cgroup_path_too_long_is_refused)
 {
 	struct cgroup_limits l = { 0 };

@@ -775,3 +775,71 @@ Test(serve_restart, ttl_counts_on_across_a_restart)
 	cr_assert_null(service_get_json(svc, id));
 	cr_assert(!registry_pid_alive(pid), "its VM lives on");
 }
+
+/* ---- memory: a reserve the host keeps; a VM killed is reported ---- */
+
+static void write_meminfo(const char *path, unsigned long long avail_kib)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "MemTotal:       4000000 kB\nMemFree:         100 kB\nMemAvailable:   %llu kB\n",
+		avail_kib);
+	fclose(f);
+}
+
+Test(serve_service, under_the_memory_reserve_a_create_or_fork_is_503_and_says_why)
+{
+	struct api_create req = { 0 };
+	struct sandbox *sb = create();
+	char meminfo[96], err[400];
+	json_t *kids = NULL;
+	int st;
+
+	snprintf(meminfo, sizeof(meminfo), "%s/meminfo", root);
+	write_meminfo(meminfo, 100 * 1024);
+	svc->cfg.meminfo = meminfo;
+	svc->cfg.memory_reserve_mib = 256;
+	st = service_create(svc, &req, &sb, err, sizeof(err));
+	cr_assert_eq(st, 503, "%d %s", st, err);
+	cr_assert(strstr(err, "100 MiB of memory available, under the service's reserve of 256 MiB"),
+		  "%s", err);
+	sb = svc->list;
+	cr_assert_eq(live_fork(svc, sb, "test", 1, &kids, err, sizeof(err)), 503, "%s", err);
+	write_meminfo(meminfo, 4ULL << 20);
+	create();
+	svc->cfg.meminfo = NULL;
+}
+
+Test(serve_service, a_vm_killed_under_the_service_is_exited_with_its_cause_in_the_api_and_metrics)
+{
+	struct sandbox *a = create(), *b = create();
+	char id[2][40], path[160], why[300], st[32];
+	struct metrics_gauges g;
+	FILE *f;
+	char *text;
+	size_t len;
+
+	snprintf(id[0], sizeof(id[0]), "%s", a->id);
+	snprintf(id[1], sizeof(id[1]), "%s", b->id);
+	/* a: its cgroup's OOM killer, as the jail's supervisor says it last. */
+	snprintf(path, sizeof(path), "%s/sb/%s/log", state, a->id);
+	f = fopen(path, "a");
+	cr_assert_not_null(f);
+	fputs("mayfly: jail: the VM process was killed by its memory limit (the cgroup's OOM "
+	      "killer, memory.max)\n", f);
+	fclose(f);
+	kill(a->pid, SIGKILL);
+	kill(b->pid, SIGKILL);
+	for (int i = 0; i < 300 && (strcmp(member(id[0], "state", st, sizeof(st)), "exited") ||
+				    strcmp(member(id[1], "state", st, sizeof(st)), "exited")); i++)
+		usleep(10000);
+	cr_assert(strstr(member(id[0], "reason", why, sizeof(why)), "killed by its memory limit"),
+		  "%s", why);
+	cr_assert(strstr(member(id[1], "reason", why, sizeof(why)), "killed by signal 9"), "%s", why);
+	service_gauges(svc, &g);
+	text = metrics_render(&svc->metrics, &g, &len);
+	cr_assert(strstr(text, "mayfly_serve_vm_exits_total{cause=\"memory\"} 1\n"), "%s", text);
+	cr_assert(strstr(text, "mayfly_serve_vm_exits_total{cause=\"signal\"} 1\n"), "%s", text);
+	free(text);
+}

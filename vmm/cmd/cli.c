@@ -23,7 +23,7 @@ enum opt_id {
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
-	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL,
+	O_SOCKET, O_LISTEN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
 };
 
@@ -155,6 +155,8 @@ static const struct cli_option options[] = {
 	  "and a start removes what a previous one left" },
 	{ "pool", O_POOL, C_SERVE, "N", "keep N restored VMs ready for creates (default 0)" },
 	{ "max-sandboxes", O_MAX_SANDBOXES, C_SERVE, "N", "at most N sandboxes at once (default 64)" },
+	{ "memory-reserve", O_MEMORY_RESERVE, C_SERVE, "MIB", "refuse creates, resumes and forks (503) while the\n"
+	  "host has under MIB MiB available (MemAvailable;\ndefault 256, 0: never)" },
 	{ "template", O_TEMPLATE, C_SERVE, "NAME=DIR", "another template: the snapshot in DIR, with a warm\n"
 	  "pool of its own; a create names it \"template\":\"NAME\"\n(repeatable, at most 7)" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK | C_SERVE, NULL,
@@ -568,6 +570,11 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 			return CLI_ERROR;
 		c->serve.max_sandboxes = (unsigned)n;
 		return CLI_OK;
+	case O_MEMORY_RESERVE:
+		if (number("memory-reserve", val, 0, 1 << 24, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->serve.memory_reserve_mib = (unsigned)n;
+		return CLI_OK;
 	case O_VERBOSE:
 		if (vm->log_level < LOG_DEBUG)
 			vm->log_level++;
@@ -598,6 +605,7 @@ static void defaults(struct cli *c)
 	c->run.max_output = RUN_DEFAULT_MAX_OUTPUT;
 	c->run.approve_timeout_s = APPROVE_DEFAULT_TIMEOUT_S;
 	c->serve.max_sandboxes = 64;
+	c->serve.memory_reserve_mib = 256;
 }
 
 void cli_free(struct cli *c)

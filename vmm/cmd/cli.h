@@ -38,6 +38,7 @@ struct cli {
 	struct {                   /* mayfly serve */
 		const char *socket, *listen, *tokens, *state;
 		unsigned pool, max_sandboxes;
+		unsigned memory_reserve_mib;   /* --memory-reserve */
 		bool ephemeral;    /* --ephemeral: sandboxes end with the service */
 		const char *templates[CLI_MAX_TEMPLATES];   /* --template NAME=DIR */
 		int ntemplates;

@@ -70,6 +70,28 @@ static unsigned available(const char *dir)
 	return bits;
 }
 
+uint64_t cgroup_oom_kills(const struct cgroup *cg)
+{
+	char path[CGROUP_PATH_MAX + 64], buf[512], *p;
+	unsigned long long n = 0;
+	ssize_t len;
+	int fd;
+
+	if (!cg->path[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/memory.events", cg->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = '\0';
+	p = strstr(buf, "oom_kill ");
+	if (p && (p == buf || p[-1] == '\n'))
+		sscanf(p + 9, "%llu", &n);
+	return n;
+}
+
 /* Let dir's children use the controllers in bits, one at a time (one the
  * kernel refuses does not cost the others); the bits that took. */
 static unsigned delegate(const char *dir, unsigned bits)

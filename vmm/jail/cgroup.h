@@ -50,6 +50,10 @@ int cgroup_create(struct cgroup *cg, const char *root, const char *name,
  * 5.7) leaves cgroup_join to the child. The caller must be
  * single-threaded, as for any fork of a process that goes on running C
  * code. fork's return value (-1 with errno on failure). */
+/* Processes the cgroup's OOM killer ended (memory.events' oom_kill); 0
+ * when none or unknown. */
+uint64_t cgroup_oom_kills(const struct cgroup *cg);
+
 pid_t cgroup_fork(const struct cgroup *cg, bool *joined) __attribute__((warn_unused_result));
 
 /* Move the calling process into cg (before it unshares its cgroup

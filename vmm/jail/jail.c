@@ -177,7 +177,7 @@ static void cleanup(struct jail *j, const struct vm_config *cfg, bool socket_was
  * own, si_code SI_KERNEL, reached it already: it is in our process
  * group); our parent's death (PDEATHSIG) kills it, unless parent is 0
  * (detached). Its exit code. */
-static int supervise(pid_t child, pid_t parent, const sigset_t *set)
+static int supervise(pid_t child, pid_t parent, const sigset_t *set, const struct cgroup *cg)
 {
 	int sfd = signalfd(-1, set, SFD_CLOEXEC), status;
 	struct signalfd_siginfo si;
@@ -214,6 +214,9 @@ static int supervise(pid_t child, pid_t parent, const sigset_t *set)
 		return WEXITSTATUS(status);
 	if (parent_died)
 		log_say("jail: our parent died: the VM was killed");
+	else if (WTERMSIG(status) == SIGKILL && cgroup_oom_kills(cg))
+		log_say("jail: the VM process was killed by its memory limit (the cgroup's OOM "
+			"killer, memory.max)");
 	else
 		log_say("jail: the VM process was killed by signal %d (%s)%s", WTERMSIG(status),
 			strsignal(WTERMSIG(status)),
@@ -363,7 +366,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	 * a fork's many children would pay every copy). */
 	malloc_trim(0);
 	thread_drop_dead_stack();   /* and so do our dead frames */
-	*code = supervise(child, parent, &set);
+	*code = supervise(child, parent, &set, &j->cgroup);
 	close(alive[1]);
 	cleanup(j, cfg, socket_was_there);
 	return JAIL_SUPERVISOR_DONE;

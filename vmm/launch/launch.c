@@ -1,5 +1,6 @@
 /* launch.c - the one launch sequence, in its security order, and its teardown: every front end that starts a VM calls it. */
 #include "launch/launch.h"
+#include "policy/audit_writer.h"
 #include "lib/clock.h"
 #include "lib/exitcode.h"
 #include "lib/log.h"
@@ -66,6 +67,13 @@ int launch_run(struct launch *l, uint64_t start_ns)
 			return l->fail_code;
 		}
 		l->audit_open = true;
+		/* The VM process (jailed, from a fork of ours) never holds the
+		 * log: a writer of its own does, and takes its records. */
+		if (audit_writer_start(&l->audit, err, sizeof(err))) {
+			log_say("%s", err);
+			code = l->fail_code;
+			goto out_audit;
+		}
 		if (l->gate)
 			l->gate->audit = &l->audit;
 	}

@@ -1,7 +1,9 @@
 /* approve_spawner.c - the approver's spawner: forked before the jail, it runs --approve's command for each call the jailed, filtered VMM sends it over a socket pair. */
 #include "policy/approve_spawner.h"
 #include "lib/clock.h"
+#include "lib/helper.h"
 #include "lib/log.h"
+#include "lib/sock_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,42 +20,6 @@
 
 #define SPAWNER_FD 3   /* the spawner's socket, once everything else is closed */
 
-/* Move len bytes over fd (send or receive), blocking, before deadline_ns
- * (0: none). 0, -EPIPE at the other end's close, -ETIMEDOUT, -errno. */
-static int move_all(int fd, void *buf, size_t len, bool out, uint64_t deadline_ns)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		struct pollfd pf = { .fd = fd, .events = out ? POLLOUT : POLLIN };
-		ssize_t n;
-
-		if (deadline_ns) {
-			uint64_t now = clock_now_ns();
-
-			if (now >= deadline_ns)
-				return -ETIMEDOUT;
-			if (poll(&pf, 1, (int)((deadline_ns - now + 999999) / 1000000)) < 0 &&
-			    errno != EINTR)
-				return -errno;
-		}
-		n = out ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) :
-			  recv(fd, p, len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-			if (!deadline_ns)
-				poll(&pf, 1, -1);
-			continue;
-		}
-		if (n < 0)
-			return errno == ECONNRESET ? -EPIPE : -errno;
-		if (n == 0)
-			return -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The spawner's life: one call after another until the end of file. */
 static __attribute__((noreturn)) void serve(const struct approver *a, int fd)
 {
@@ -62,15 +28,15 @@ static __attribute__((noreturn)) void serve(const struct approver *a, int fd)
 	char *call;
 
 	for (;;) {
-		if (move_all(fd, &len, sizeof(len), false, 0))
+		if (sock_move_all(fd, &len, sizeof(len), false, 0))
 			_exit(0);
 		call = len < APPROVE_SPAWNER_MAX_CALL ? malloc((size_t)len + 1) : NULL;
-		if (!call || move_all(fd, call, len, false, 0))
+		if (!call || sock_move_all(fd, call, len, false, 0))
 			_exit(1);
 		call[len] = '\0';
 		approve_check_until(a, call, fd, &res);
 		free(call);
-		if (move_all(fd, &res, sizeof(res), true, 0))
+		if (sock_move_all(fd, &res, sizeof(res), true, 0))
 			_exit(0);
 	}
 }
@@ -80,19 +46,7 @@ static __attribute__((noreturn)) void serve(const struct approver *a, int fd)
  * then is killed, never left behind). */
 static __attribute__((noreturn)) void become_spawner(const struct approver *a, int fd)
 {
-	sigset_t none;
-	int null;
-
-	prctl(PR_SET_NAME, "mayfly-approve", 0, 0, 0);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+	if (helper_become("mayfly-approve") ||
 	    (fd != SPAWNER_FD && dup3(fd, SPAWNER_FD, O_CLOEXEC) < 0))
 		_exit(1);
 	closefrom(SPAWNER_FD + 1);
@@ -146,11 +100,11 @@ void approve_spawner_ask(struct approve_spawner *s, const char *call_json,
 	pthread_mutex_lock(&s->lock);
 	rc = s->broken || s->fd < 0 ? -EPIPE : 0;
 	if (!rc)
-		rc = move_all(s->fd, &len, sizeof(len), true, deadline);
+		rc = sock_move_all(s->fd, &len, sizeof(len), true, deadline);
 	if (!rc)
-		rc = move_all(s->fd, (void *)call_json, n, true, deadline);
+		rc = sock_move_all(s->fd, (void *)call_json, n, true, deadline);
 	if (!rc)
-		rc = move_all(s->fd, res, sizeof(*res), false, deadline);
+		rc = sock_move_all(s->fd, res, sizeof(*res), false, deadline);
 	if (rc) {
 		/* Half a call or half an answer: the stream is lost for good. */
 		s->broken = true;

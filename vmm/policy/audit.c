@@ -2,7 +2,10 @@
 #include "policy/audit.h"
 #include "agent_client/events.h"
 #include "lib/base64.h"
+#include "lib/clock.h"
 #include "lib/image_id.h"
+#include "lib/json_shape.h"
+#include "lib/sock_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,6 +187,7 @@ int audit_open(struct audit_log *log, const char *path, char *err, size_t errlen
 	int rc, dfd;
 
 	memset(log, 0, sizeof(*log));
+	log->remote = -1;
 	/* O_NONBLOCK: a FIFO in its place must fail below, not hang us here. */
 	log->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
 	if (log->fd < 0)
@@ -311,12 +316,82 @@ static int append_locked(struct audit_log *log, json_t *rec, char *err, size_t e
 	return 0;
 }
 
+/* The writer's answer to one record. */
+struct audit_reply {
+	int32_t rc;
+	char err[200];
+};
+
+/* One record to the writer (audit_writer.c) and its answer. The lock held. */
+static int remote_append(struct audit_log *log, json_t *rec, char *err, size_t errlen)
+{
+	/* Its own lock wait, then a grace. */
+	uint64_t deadline = clock_now_ns() + (AUDIT_LOCK_WAIT_S + 5) * 1000000000ULL;
+	char *text = json_dumps(rec, JSON_COMPACT);
+	struct audit_reply r;
+	uint32_t len = text ? (uint32_t)strlen(text) : 0;
+	int rc;
+
+	if (!text || strlen(text) >= AUDIT_LINE_MAX) {
+		free(text);
+		return fail(err, errlen, text ? -E2BIG : -ENOMEM, "cannot record the call: %s",
+			    text ? "the record is too large" : "out of memory");
+	}
+	rc = sock_move_all(log->remote, &len, sizeof(len), true, deadline);
+	if (!rc)
+		rc = sock_move_all(log->remote, text, len, true, deadline);
+	if (!rc)
+		rc = sock_move_all(log->remote, &r, sizeof(r), false, deadline);
+	free(text);
+	if (rc)
+		return fail(err, errlen, -EIO, "the audit log's writer %s",
+			    rc == -ETIMEDOUT ? "did not answer in time" : "is gone");
+	r.err[sizeof(r.err) - 1] = '\0';
+	if (r.rc > 0 || r.rc < -4095)
+		return fail(err, errlen, -EIO, "the audit log's writer answered out of range");
+	if (r.rc)
+		return fail(err, errlen, r.rc, "%s", r.err);
+	return 0;
+}
+
+int audit_serve_one(struct audit_log *log, int fd)
+{
+	struct audit_reply r = { 0 };
+	uint32_t len;
+	json_t *rec = NULL;
+	char *text;
+	int rc;
+
+	rc = sock_move_all(fd, &len, sizeof(len), false, 0);
+	if (rc)
+		return rc;
+	/* Never more than a sender may send: past that, the stream is not ours. */
+	text = len && len < AUDIT_LINE_MAX ? malloc(len) : NULL;
+	if (!text || sock_move_all(fd, text, len, false, 0)) {
+		free(text);
+		return -EPROTO;
+	}
+	if (json_shape_within(text, len, AUDIT_RECORD_VALUES, AUDIT_RECORD_DEPTH))
+		rec = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	if (!json_is_object(rec))
+		r.rc = fail(r.err, sizeof(r.err), -EINVAL, "a record that is not a JSON object of at "
+			    "most %u values was refused", AUDIT_RECORD_VALUES);
+	else
+		r.rc = audit_append(log, rec, r.err, sizeof(r.err));
+	json_decref(rec);
+	return sock_move_all(fd, &r, sizeof(r), true, 0);
+}
+
 int audit_append(struct audit_log *log, json_t *rec, char *err, size_t errlen)
 {
 	int rc;
 
 	pthread_mutex_lock(&log->lock);
-	if (log->failed || log->fd < 0) {
+	if (log->remote >= 0 && !log->failed) {
+		rc = remote_append(log, rec, err, errlen);
+		log->failed = rc != 0;
+	} else if (log->failed || log->fd < 0) {
 		rc = fail(err, errlen, -EIO, "the audit log failed earlier: no more calls are recorded");
 	} else {
 		rc = lock_log(log->fd);
@@ -334,10 +409,21 @@ int audit_append(struct audit_log *log, json_t *rec, char *err, size_t errlen)
 
 void audit_close(struct audit_log *log)
 {
-	if (log->fd < 0)
+	int status;
+
+	if (log->fd < 0 && log->remote < 0)
 		return;
-	close(log->fd);
+	if (log->fd >= 0)
+		close(log->fd);
 	log->fd = -1;
+	if (log->remote >= 0) {
+		/* The writer ends at the end of file, once no process holds it. */
+		close(log->remote);
+		log->remote = -1;
+		if (log->owner == getpid())
+			while (waitpid(log->writer, &status, 0) < 0 && errno == EINTR)
+				;
+	}
 	pthread_mutex_destroy(&log->lock);
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define AUDIT_VERSION     1
 /* A record longer than this is never written, and verify refuses it. */
@@ -39,6 +40,10 @@ struct audit_log {
 	uint64_t end;              /* file size after our last append */
 	uint64_t seq;              /* the last line's seq */
 	uint8_t head[AUDIT_HASH_LEN];   /* sha256 of the last line */
+	/* Given to a writer process (audit_writer.h): fd is closed here, and
+	 * each append is a request over this socket; -1 when not. */
+	int remote;
+	pid_t writer, owner;       /* the writer; the process that forked it */
 };
 
 /* Open (create, mode 0600) the log at path for appending. Several
@@ -50,7 +55,7 @@ int audit_open(struct audit_log *log, const char *path, char *err, size_t errlen
 	__attribute__((warn_unused_result));
 
 /* Append one record built from rec (an object; its members follow the
- * chain's own, and it is not consumed). The line is written with one
+ * chain's own, and it is not consumed); with a writer, through it. The line is written with one
  * write(2) and fdatasync'd before this returns: a call the caller saw
  * the result of is on disk. After a failure the log is marked failed and
  * every later append fails too (fail closed: the caller must not go on
@@ -58,7 +63,19 @@ int audit_open(struct audit_log *log, const char *path, char *err, size_t errlen
  * with one line in err. */
 int audit_append(struct audit_log *log, json_t *rec, char *err, size_t errlen);
 
+/* Close the log; with a writer, the socket, and the process that forked
+ * the writer waits for its end. */
 void audit_close(struct audit_log *log);
+
+/* A record sent to a writer holds at most this many JSON values, this
+ * deep: the writer parses what a compromised sender sends. */
+#define AUDIT_RECORD_VALUES (1u << 16)
+#define AUDIT_RECORD_DEPTH  32
+
+/* The writer's side (audit_writer.c): read one record from fd, append it
+ * to log (one held locally), answer. 0; -EPIPE at the end of file;
+ * -EPROTO for a stream not of records (the writer then ends). */
+int audit_serve_one(struct audit_log *log, int fd);
 
 /* A string for a record: s as a JSON string when it is valid UTF-8 (a
  * NUL inside is kept), else {"base64": ...} of its bytes. NULL when out

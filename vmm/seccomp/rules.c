@@ -141,11 +141,10 @@ static const struct seccomp_rule agent[] = {
 	ALLOW_EQ(ioctl, 1, TCGETS, "isatty: is stdin a terminal (--stdin -, --tty)"),
 	ALLOW_EQ(ioctl, 1, TIOCGWINSZ, "--tty: our terminal's size for the guest's"),
 	ALLOW(getrandom, "FRESHEN: 32 fresh random bytes for a restored guest"),
-	ALLOW(flock, "--audit: the log is appended under its lock (other mayfly processes)"),
-	ALLOW(pread64, "--audit: the chain's last line, when another process appended"),
-	ALLOW(ftruncate, "--audit: a torn write is cut back, never left half a line"),
-	ALLOW(fdatasync, "--audit: each record on disk before the call goes on"),
-	ALLOW(nanosleep, "--audit: waiting (bounded) for another process's lock"),
+	/* --audit: records go to the log's writer process over a socket
+	 * (sendto, recvfrom, poll above); this process holds no log, and no
+	 * flock, ftruncate or fdatasync to cut one back with. */
+	ALLOW(nanosleep, "short bounded waits (usleep)"),
 	ALLOW(clock_nanosleep, "the same, as glibc issues usleep"),
 };
 
@@ -153,9 +152,10 @@ static const struct seccomp_rule agent[] = {
  * thread: pause, KVM's GET ioctls, the memory, overlay and state files.
  * Also boot --vsock's control socket thread (mayfly pause, fork): the same
  * save, into files its client passes; and DISK_INSERT, an image its client
- * passes (fstat, fcntl, flock and mmap: the agent's and every thread's). */
+ * passes (fstat, fcntl and mmap: the agent's and every thread's; flock). */
 static const struct seccomp_rule snapshot[] = {
 	ALLOW(accept4, "boot --vsock: a client of the control socket PATH.ctl (mayfly pause, fork)"),
+	ALLOW(flock, "DISK_INSERT: the image its client passes is locked as every disk is"),
 	ALLOW(mkdir, "the hash cache of the memory file (an unjailed save)"),
 	ALLOW(rmdir, "unjailed, a failed save removes its directory"),
 	ALLOW(renameat2, "unjailed, a new snapshot swapped with an old one (RENAME_EXCHANGE)"),

@@ -184,7 +184,9 @@ int live_resume(struct service *svc, struct sandbox *sb, char *err, size_t errle
 	int rc;
 
 	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
-	rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
+	rc = service_memory_ok(svc, err, errlen);
+	if (!rc)
+		rc = service_start_vm(svc, sb, NULL, dir, err, errlen);
 	audit(svc, sb, "resume", "resume", dir, rc ? -EIO : 0, rc ? err : "");
 	if (rc) {
 		service_record(sb, "paused");
@@ -360,6 +362,9 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 		snprintf(err, errlen, "a fork makes 1 to %u children", LIVE_MAX_FORK);
 		return 400;
 	}
+	rc = service_memory_ok(svc, err, errlen);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&svc->lock);
 	if (svc->stopping || svc->count + count > svc->cfg.max_sandboxes) {
 		pthread_mutex_unlock(&svc->lock);

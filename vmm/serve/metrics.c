@@ -18,6 +18,9 @@ static const char *const hist_help[M_NR_HIST] = {
 	[M_RESTORE] = "a VM process started until its guest agent answers",
 	[M_EXEC] = "an exec call from its request to the command's exit",
 };
+static const char *const vm_exit_names[VMX_NR] = {
+	[VMX_MEMORY] = "memory", [VMX_SIGNAL] = "signal", [VMX_EXIT] = "exit",
+};
 static const char *const failure_names[F_NR] = {
 	[F_BAD_REQUEST] = "bad_request", [F_AUTH] = "auth", [F_NOT_FOUND] = "not_found",
 	[F_CONFLICT] = "conflict", [F_REFUSED] = "refused", [F_RESTORE] = "restore",
@@ -48,6 +51,13 @@ void metrics_fail(struct metrics *m, enum metrics_failure f)
 {
 	pthread_mutex_lock(&m->lock);
 	m->failures[f]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_vm_exit(struct metrics *m, enum metrics_vm_exit why)
+{
+	pthread_mutex_lock(&m->lock);
+	m->vm_exits[why]++;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -91,6 +101,12 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
 	for (int i = 0; i < F_NR; i++)
 		fprintf(f, "mayfly_serve_failures_total{cause=\"%s\"} %llu\n", failure_names[i],
 			(unsigned long long)m->failures[i]);
+	fputs("# HELP mayfly_serve_vm_exits_total Sandboxes whose VM process ended while running, "
+	      "by cause (memory: its cgroup's OOM killer).\n"
+	      "# TYPE mayfly_serve_vm_exits_total counter\n", f);
+	for (int i = 0; i < VMX_NR; i++)
+		fprintf(f, "mayfly_serve_vm_exits_total{cause=\"%s\"} %llu\n", vm_exit_names[i],
+			(unsigned long long)m->vm_exits[i]);
 	for (int h = 0; h < M_NR_HIST; h++) {
 		const struct metrics_hist_data *d = &m->hist[h];
 		uint64_t cum = 0;

@@ -15,6 +15,9 @@ enum metrics_failure {
 	F_NR,
 };
 
+/* How a running sandbox's VM process ended while the service watched. */
+enum metrics_vm_exit { VMX_MEMORY, VMX_SIGNAL, VMX_EXIT, VMX_NR };
+
 struct metrics_hist_data {
 	uint64_t bucket[METRICS_BUCKETS + 1];   /* not cumulative; the last is +Inf */
 	uint64_t count;
@@ -25,6 +28,7 @@ struct metrics {
 	pthread_mutex_t lock;
 	struct metrics_hist_data hist[M_NR_HIST];
 	uint64_t failures[F_NR];
+	uint64_t vm_exits[VMX_NR];
 	uint64_t requests;
 };
 
@@ -41,6 +45,7 @@ void metrics_init(struct metrics *m);
 void metrics_observe(struct metrics *m, enum metrics_hist h, uint64_t ns);
 void metrics_fail(struct metrics *m, enum metrics_failure f);
 void metrics_request(struct metrics *m);
+void metrics_vm_exit(struct metrics *m, enum metrics_vm_exit why);
 
 /* The whole exposition into a malloc'd string (*len without the NUL), or
  * NULL when out of memory. */

@@ -45,7 +45,10 @@ static void *pool_main(void *arg)
 		sb->state = SB_STARTING;
 		t->pool_starting++;
 		pthread_mutex_unlock(&svc->lock);
-		rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
+		/* A warm VM is not worth the host's reserve either. */
+		rc = service_memory_ok(svc, err, sizeof(err));
+		if (!rc)
+			rc = service_start_vm(svc, sb, NULL, NULL, err, sizeof(err));
 		if (!rc)
 			service_record(sb, "pool");
 		pthread_mutex_lock(&svc->lock);

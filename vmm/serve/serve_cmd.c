@@ -243,6 +243,8 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	cfg->state = x->state;
 	cfg->pool = c->serve.pool;
 	cfg->ephemeral = c->serve.ephemeral;
+	cfg->memory_reserve_mib = c->serve.memory_reserve_mib;
+	cfg->meminfo = "/proc/meminfo";
 	cfg->max_sandboxes = c->serve.max_sandboxes;
 	cfg->call_timeout_s = c->run.call_timeout_s;
 	cfg->max_output = c->run.max_output;

@@ -380,6 +380,37 @@ static bool shape_ok(const struct service_template *t, const struct api_create *
 	return false;
 }
 
+/* MemAvailable in /proc/meminfo's format, in MiB; -1 when unknown. */
+static long long mem_available_mib(const char *path)
+{
+	char line[128];
+	long long kib = -1;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	while (kib < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1)
+			kib = -1;
+	fclose(f);
+	return kib < 0 ? -1 : kib / 1024;
+}
+
+int service_memory_ok(struct service *svc, char *err, size_t errlen)
+{
+	long long avail;
+
+	if (!svc->cfg.meminfo || !svc->cfg.memory_reserve_mib)
+		return 0;
+	avail = mem_available_mib(svc->cfg.meminfo);
+	if (avail < 0 || avail >= svc->cfg.memory_reserve_mib)
+		return 0;
+	snprintf(err, errlen, "the host has %lld MiB of memory available, under the service's "
+		 "reserve of %u MiB (--memory-reserve): no new VM until some is freed", avail,
+		 svc->cfg.memory_reserve_mib);
+	return 503;
+}
+
 int service_create(struct service *svc, const struct api_create *req, struct sandbox **out,
 		   char *err, size_t errlen)
 {
@@ -402,6 +433,9 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 	}
 	if (!shape_ok(t, req, err, errlen))
 		return 400;
+	rc = service_memory_ok(svc, err, errlen);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&svc->lock);
 	if (svc->stopping || svc->count >= svc->cfg.max_sandboxes) {
 		pthread_mutex_unlock(&svc->lock);
@@ -665,11 +699,15 @@ void service_gauges(struct service *svc, struct metrics_gauges *g)
 }
 
 /* sb's VM process ended by itself: paused, when a pause it was given
- * before a restart finished (adopt.c), else exited, with why. */
-static void vm_ended(struct sandbox *sb)
+ * before a restart finished (adopt.c), else exited, with why: its wait
+ * status and its last line (the jail's "killed by its memory limit"),
+ * counted in /metrics and recorded in the audit log. */
+static void vm_ended(struct service *svc, struct sandbox *sb)
 {
-	char dir[CONFIG_PATH_MAX + 16];
+	char dir[CONFIG_PATH_MAX + 16], tail[160], what[48], why[300];
+	enum metrics_vm_exit cause;
 	struct stat st;
+	json_t *rec;
 
 	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
 	if (sb->adopted && sb->state == SB_RUNNING && !stat(dir, &st) && S_ISDIR(st.st_mode)) {
@@ -679,17 +717,25 @@ static void vm_ended(struct sandbox *sb)
 		service_record(sb, "paused");
 		return;
 	}
+	registry_log_tail(sb->dir, tail, sizeof(tail));
 	if (sb->adopted)
-		snprintf(sb->reason, sizeof(sb->reason), "its VM process ended");
+		snprintf(what, sizeof(what), "ended");
 	else if (WIFSIGNALED(sb->status))
-		snprintf(sb->reason, sizeof(sb->reason), "its VM process was killed by signal %d%s",
-			 WTERMSIG(sb->status), WTERMSIG(sb->status) == SIGKILL ?
-			 " (out of memory, or killed from outside)" : "");
+		snprintf(what, sizeof(what), "was killed by signal %d", WTERMSIG(sb->status));
 	else
-		snprintf(sb->reason, sizeof(sb->reason), "its VM process exited %d",
-			 WEXITSTATUS(sb->status));
+		snprintf(what, sizeof(what), "exited %d", WEXITSTATUS(sb->status));
+	snprintf(sb->reason, sizeof(sb->reason), "its VM process %s%s%s", what, tail[0] ? ": " : "",
+		 tail);
+	cause = strstr(tail, "memory limit") ? VMX_MEMORY :
+		WIFSIGNALED(sb->status) || (WIFEXITED(sb->status) && WEXITSTATUS(sb->status) > 128) ?
+		VMX_SIGNAL : VMX_EXIT;
+	metrics_vm_exit(&svc->metrics, cause);
 	log_warn("serve: sandbox %s: %s", sb->id, sb->reason);
 	sb->state = SB_EXITED;
+	rec = json_pack("{s:s, s:s, s:s}", "event", "vm_exit", "sandbox", sb->id, "reason", sb->reason);
+	if (rec && svc->gate.audit && audit_append(svc->gate.audit, rec, why, sizeof(why)))
+		log_warn("serve: %s", why);
+	json_decref(rec);
 }
 
 void service_tick(struct service *svc)
@@ -703,9 +749,13 @@ void service_tick(struct service *svc)
 		bool pooled = sb->state == SB_POOL;
 
 		if ((sb->state == SB_RUNNING || pooled) && service_vm_ended(sb)) {
-			vm_ended(sb);
+			if (!pooled)
+				vm_ended(svc, sb);
 			if (pooled) {
 				/* Nobody knows it yet: gone, and the pool refills. */
+				log_warn("serve: a pooled VM of template %s ended (wait status %#x)",
+					 sb->tmpl->name, sb->status);
+				sb->state = SB_EXITED;
 				sb->tmpl->pool_ready--;
 				pthread_cond_broadcast(&svc->changed);
 				*p = sb->next;

@@ -57,7 +57,7 @@ struct sandbox {
 	bool adopted;              /* pid is a previous service's VM process, not our child: */
 	int pidfd;                 /* watched and stopped through this pidfd */
 	int status;                /* wait status once SB_EXITED */
-	char reason[200];          /* why SB_EXITED or SB_DAMAGED, for a person */
+	char reason[256];          /* why SB_EXITED or SB_DAMAGED, for a person */
 	int64_t created;           /* Unix seconds */
 	uint64_t created_ns, last_used_ns;   /* CLOCK_MONOTONIC */
 	struct registry_record rec;
@@ -84,6 +84,8 @@ struct service_config {
 	uint64_t max_file;         /* one file in or out */
 	unsigned max_sandboxes;
 	bool ephemeral;            /* --ephemeral: sandboxes end with the service */
+	unsigned memory_reserve_mib;   /* --memory-reserve: what the host keeps */
+	const char *meminfo;       /* /proc/meminfo (tests: another); NULL: no check */
 	struct registry_paths paths;
 };
 
@@ -119,6 +121,11 @@ void service_destroy(struct service *svc);
 
 /* Reap VM processes that ended, delete sandboxes past their TTL. */
 void service_tick(struct service *svc);
+
+/* Whether the host has more than the reserve available (MemAvailable): 0,
+ * or 503 with err (a create, resume or fork must not push the host into
+ * swap or its OOM killer). */
+int service_memory_ok(struct service *svc, char *err, size_t errlen);
 
 /* A new sandbox (from the pool when it fits, else restored now). On
  * success *out is held (service_put it) and 201; else an HTTP status
