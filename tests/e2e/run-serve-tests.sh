@@ -18,7 +18,7 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
-busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat mount umount dd df
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp ls sort stat mount umount dd df od
 [ $# -eq 3 ] || usage "run-serve-tests MAYFLY GUESTDIR TOOLS"
 mayfly=$1
 guestdir=$2
@@ -102,6 +102,15 @@ start_service() {
 		i=$((i + 1))
 	done
 	return 1
+}
+# drain_empty WHAT: SIGTERM the service; no VM process or sandbox directory
+# may be left after WHAT.
+drain_empty() {
+	kill -TERM "$spid"
+	wait "$spid"
+	spid=""
+	[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after $1"
+	[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left after $1: $(ls "$state/sb")"
 }
 # wait_gone PID SECONDS
 wait_gone() {
@@ -380,23 +389,57 @@ has "$work/body" 'mayfly_serve_create_seconds_count '
 has "$work/body" 'mayfly_serve_exec_seconds_bucket{le="+Inf"}'
 tap "/metrics: pool, failures by cause, latency histograms"
 
-# ---- load: 8 clients, create -> exec -> delete ----
+# ---- load: 8 clients, create -> exec -> files -> (pause -> resume -> fork) -> delete ----
 
+# The service's open descriptors, threads and resident KiB: flat across the load.
+svc_gauges() {
+	set -- /proc/"$spid"/fd/*
+	echo "$# $(sed -n 's/^Threads:[[:space:]]*//p' /proc/"$spid"/status) $(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' /proc/"$spid"/status)"
+}
+# shellcheck disable=SC2046 # three numbers, split on purpose
+set -- $(svc_gauges)
+fds0=$1 threads0=$2 rss0=$3
 t0=$(date +%s)
 c=1
 while [ $c -le 8 ]; do
 	(
+		# call WANT METHOD URL [options]: the body in $b, any other status ends the client.
+		b=$work/l$c.body
+		call() {
+			w=$1
+			m=$2
+			u=$3
+			shift 3
+			s=$("$client" -t "$token" -o "$b" "$@" "$sock" "$m" "$u") || s=none
+			[ "$s" = "$w" ] || { echo "cycle $k: $m $u: $s, want $w: $(head -c 300 "$b")"; exit 1; }
+		}
 		k=1
 		while [ $k -le "$cycles" ]; do
-			s=$("$client" -t "$token" -o "$work/l$c.body" -d '{}' "$sock" POST /sandboxes)
-			[ "$s" = 201 ] || { echo "create $s $(cat "$work/l$c.body")"; exit 1; }
-			id=$(sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$work/l$c.body")
-			s=$("$client" -t "$token" -o "$work/l$c.body" -d '{"argv":["true"]}' "$sock" POST "/sandboxes/$id/exec")
-			[ "$s" = 200 ] && grep -q '"code":0' "$work/l$c.body" || { echo "exec $s $(cat "$work/l$c.body")"; exit 1; }
-			s=$("$client" -t "$token" -o "$work/l$c.body" "$sock" DELETE "/sandboxes/$id")
-			[ "$s" = 204 ] || { echo "delete $s $(cat "$work/l$c.body")"; exit 1; }
+			call 201 POST /sandboxes -d '{}'
+			id=$(sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$b")
+			[ -n "$id" ] || { echo "cycle $k: no sandbox: $(head -c 300 "$b")"; exit 1; }
+			call 200 POST "/sandboxes/$id/exec" -d "{\"argv\":[\"echo\",\"c$c-k$k\"]}"
+			grep -qF "\"data\":\"c$c-k$k\\n\"" "$b" && grep -q '"code":0' "$b" ||
+				{ echo "cycle $k: wrong exec result: $(head -c 300 "$b")"; exit 1; }
+			echo "file of client $c, cycle $k" >"$work/l$c.up"
+			call 204 PUT "/sandboxes/$id/files?path=/root/f" -f "$work/l$c.up" -c application/octet-stream
+			call 200 GET "/sandboxes/$id/files?path=/root/f"
+			cmp -s "$b" "$work/l$c.up" || { echo "cycle $k: the file came back other: $(head -c 100 "$b")"; exit 1; }
+			# Two clients save: a save writes the guest's RAM (tens of MiB)
+			# into the state directory, and L1's /tmp is its 2 GiB of RAM.
+			if [ $((k % 5)) -eq 0 ] && [ $c -le 2 ]; then
+				call 200 POST "/sandboxes/$id/pause"
+				call 200 POST "/sandboxes/$id/exec" -d '{"argv":["cat","/root/f"]}'
+				grep -q "cycle $k" "$b" || { echo "cycle $k: the file is gone after a resume"; exit 1; }
+				call 201 POST "/sandboxes/$id/fork" -d '{"count":1}'
+				kid=$(sed 's/"parent"[^,]*,//' "$b" | tr '{' '\n' | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' | grep -v "$id" | head -n 1)
+				call 200 POST "/sandboxes/$kid/exec" -d '{"argv":["cat","/root/f"]}'
+				grep -q "cycle $k" "$b" || { echo "cycle $k: the fork's child lacks the file"; exit 1; }
+				call 204 DELETE "/sandboxes/$kid"
+			fi
 			# A line now and then: the harness's watchdog wants one within 150 s.
 			[ $((k % 5)) -eq 0 ] && echo "# load: client $c, $k cycles" >&3
+			call 204 DELETE "/sandboxes/$id"
 			k=$((k + 1))
 		done
 	) 3>&1 >"$work/l$c.log" 2>&1 &
@@ -412,12 +455,18 @@ done
 secs=$(($(date +%s) - t0))
 req GET /sandboxes
 has "$work/body" '{"sandboxes":[]}'
-sleep 1
+sleep 2
 [ "$(vms)" -le 2 ] || fail "$(vms) VM processes, want at most the pool's 2"
 [ "$(sandboxes_on_disk)" -le 2 ] || fail "$(sandboxes_on_disk) sandbox directories, want at most the pool's 2"
 # Every exec was approved and audited by 8 clients at once: one chain still.
 "$mayfly" audit verify "$work/audit.log" >"$work/verify" 2>&1 || fail "audit verify: $(cat "$work/verify")"
-tap "8 concurrent clients x $cycles create -> exec true -> delete cycles ($((8 * cycles)) in $secs s); only the pool is left; the audit log verifies"
+# shellcheck disable=SC2046 # three numbers, split on purpose
+set -- $(svc_gauges)
+echo "# the service before and after the load: $fds0 -> $1 fds, $threads0 -> $2 threads, $rss0 -> $3 KiB resident"
+[ "$1" -le "$fds0" ] || fail "the service's descriptors grew: $fds0 -> $1"
+[ "$2" -le "$threads0" ] || fail "the service's threads grew: $threads0 -> $2"
+[ "$3" -le $((rss0 + 16384)) ] || fail "the service's resident memory grew by over 16 MiB: $rss0 -> $3 KiB"
+tap "8 clients x $cycles cycles of create, exec, put, get (two with a pause, resume and fork every 5th), delete ($((8 * cycles)) in $secs s): every result right, only the pool left, the audit log verifies, the service's fds ($fds0 -> $1), threads ($threads0 -> $2) and RSS ($rss0 -> $3 KiB) flat"
 
 # ---- a restart: the sandboxes outlive the service ----
 
@@ -480,11 +529,7 @@ req DELETE "/sandboxes/$run1"
 want 204
 req DELETE "/sandboxes/$par1"
 want 204
-kill -TERM "$spid"
-wait "$spid"
-spid=""
-[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after the deletes and a drain"
-[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left: $(ls "$state/sb")"
+drain_empty "the deletes and a drain"
 ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 && fail "cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
 tap "deleted sandboxes leave nothing after a drain: no VM, cgroup, socket or state"
 
@@ -504,11 +549,7 @@ has "$work/body" "no template 'nope' (this service has: default alt)"
 req GET /metrics
 has "$work/body" 'mayfly_serve_pool_target{template="alt"} 1'
 has "$work/body" 'mayfly_serve_pool_ready{template="default"}'
-kill -TERM "$spid"
-wait "$spid"
-spid=""
-[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after an ephemeral drain"
-[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left: $(ls "$state/sb")"
+drain_empty "an ephemeral drain"
 tap "--template NAME=DIR: a create names it, an unknown one is 400, /metrics shows its pool; --ephemeral drains every VM"
 
 start_service --ephemeral || bail "mayfly serve --ephemeral did not start: $(tail -n 5 "$work/serve.err")"
@@ -593,5 +634,90 @@ state=$state_was
 sock=$sock_was
 umount "$small" || fail "cannot unmount $small (something of the service's still in it)"
 tap "the service on a full disk drains; nothing of it holds the file system"
+
+# ---- fault injection: the service killed at random points, restarted, checked ----
+
+kills=${E2E_SERVE_KILLS:-50}
+: >"$work/fi.created"
+: >"$work/fi.deleted"
+# rnd N: a random number below N.
+rnd() {
+	echo $(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1))
+}
+# fi_op ID: one call (a random kind) whose result the client records: the
+# ids it saw created (201) and deleted (204).
+fi_op() {
+	o=$work/fi.body
+	case $(rnd 7) in
+	0|1) st=$("$client" -t "$token" -o "$o" -d '{"env":{"K":"v"}}' "$sock" POST /sandboxes) &&
+		[ "$st" = 201 ] && sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$o" >>"$work/fi.created" ;;
+	2) [ -n "$1" ] && "$client" -t "$token" -o "$o" -d '{"argv":["sh","-c","echo x >>/root/log"]}' "$sock" POST "/sandboxes/$1/exec" ;;
+	3) [ -n "$1" ] && "$client" -t "$token" -o "$o" -f "$work/up" -c application/octet-stream "$sock" PUT "/sandboxes/$1/files?path=/root/p" ;;
+	4) [ -n "$1" ] && "$client" -t "$token" -o "$o" "$sock" POST "/sandboxes/$1/pause" ;;
+	5) [ -n "$1" ] && st=$("$client" -t "$token" -o "$o" -d '{"count":1}' "$sock" POST "/sandboxes/$1/fork") &&
+		[ "$st" = 201 ] && sed 's/"parent"[^,]*,//' "$o" | tr '{' '\n' |
+		sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' | grep -v "$1" >>"$work/fi.created" ;;
+	6) [ -n "$1" ] && st=$("$client" -t "$token" -o "$o" "$sock" DELETE "/sandboxes/$1") &&
+		[ "$st" = 204 ] && echo "$1" >>"$work/fi.deleted" ;;
+	esac >/dev/null 2>&1
+}
+listed() {
+	sed 's/},{/}\n{/g' "$work/body" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p'
+}
+start_service || bail "mayfly serve did not start for the fault loop: $(tail -n 5 "$work/serve.err")"
+t0=$(date +%s)
+kill_n=1
+while [ $kill_n -le "$kills" ]; do
+	req GET /sandboxes
+	ids=$(listed)
+	count=$(echo "$ids" | grep -c .)
+	# Few sandboxes: mostly creates; many: mostly deletes (bounded by the L1's memory).
+	pick=""
+	[ "$count" -gt 0 ] && pick=$(echo "$ids" | sed -n "$(($(rnd "$count") + 1))p")
+	if [ "$count" -ge 6 ]; then
+		st=$("$client" -t "$token" -o "$work/fi.body" "$sock" DELETE "/sandboxes/$pick") &&
+			[ "$st" = 204 ] && echo "$pick" >>"$work/fi.deleted"
+	fi
+	fi_op "$pick" &
+	op=$!
+	sleep "0.$(rnd 10)$(rnd 10)"
+	kill -9 "$spid"
+	wait "$spid" 2>/dev/null
+	spid=""
+	wait "$op" 2>/dev/null
+	start_service || { fail "kill $kill_n: the service did not come back: $(tail -n 3 "$work/serve.err")"; break; }
+	req GET /sandboxes
+	[ "$st" = 200 ] || { fail "kill $kill_n: GET /sandboxes is $st"; break; }
+	listed >"$work/fi.listed"
+	while read -r id; do
+		grep -qx "$id" "$work/fi.deleted" && continue
+		grep -qx "$id" "$work/fi.listed" || fail "kill $kill_n: sandbox $id, created, is not listed"
+	done <"$work/fi.created"
+	while read -r id; do
+		grep -qx "$id" "$work/fi.listed" && fail "kill $kill_n: sandbox $id, deleted, is listed again"
+	done <"$work/fi.deleted"
+	grep -q '"state":"damaged"' "$work/body" && fail "kill $kill_n: a sandbox is damaged: $(head -c 400 "$work/body")"
+	for f in /proc/[0-9]*/cmdline; do
+		{ tr '\0' ' ' <"$f" && echo; } 2>/dev/null |
+			sed -n "s|.*boot --snapshot .* --vsock $state/sb/\([0-9a-f]*\)/vm/vsock.*|\1|p"
+	done | sort -u >"$work/fi.vms"
+	while read -r id; do
+		grep -qx "$id" "$work/fi.listed" || fail "kill $kill_n: VM process of $id runs without a listed sandbox"
+	done <"$work/fi.vms"
+	for d in "$state"/sb/*; do
+		[ -d "$d" ] || continue
+		grep -qx "${d##*/}" "$work/fi.listed" || fail "kill $kill_n: $d has no listed sandbox"
+	done
+	[ $((kill_n % 10)) -eq 0 ] && echo "# fault loop: $kill_n kills ($(($(date +%s) - t0)) s)"
+	kill_n=$((kill_n + 1))
+done
+secs=$(($(date +%s) - t0))
+req GET /sandboxes
+for id in $(listed); do
+	req DELETE "/sandboxes/$id"
+	want 204
+done
+drain_empty "deleting every sandbox"
+tap "$kills kill -9s of the service at random points of create, exec, put, pause, resume, fork and delete ($secs s): after each restart the API answers, every sandbox seen created is listed, none seen deleted is, none damaged, no VM or directory without its sandbox"
 
 tap_end

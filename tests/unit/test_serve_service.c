@@ -731,8 +731,11 @@ Test(serve_restart, unfinished_and_deleted_sandboxes_go_damaged_ones_are_listed_
 	kill_and_reap(pid[4]);                          /* its VM gone while down */
 	make_paused(id[5]);                             /* a resume cut short */
 	edit_record(id[5], "resuming", -1, 0, NULL);
+	snprintf(dir, sizeof(dir), "%s/sb/0123456789abcdef", state);
+	cr_assert_eq(mkdir(dir, 0700), 0);              /* killed before its first record */
 
 	start_service(0, false);
+	cr_assert_eq(access(dir, F_OK), -1, "a directory without a record was kept");
 	for (int i = 0; i < 2; i++) {
 		snprintf(dir, sizeof(dir), "%s/sb/%s", state, id[i]);
 		cr_assert_eq(access(dir, F_OK), -1, "%s was left", dir);

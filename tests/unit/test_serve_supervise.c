@@ -168,6 +168,12 @@ Test(serve_supervise, a_spawned_process_starts_clean_and_dies_with_the_spawning_
 	cr_assert_eq(getpgid(pid), pid, "not in a process group of its own");
 	cr_assert_eq(status_field(pid, "SigBlk:"), 0, "signals blocked in the child");
 	cr_assert_eq(status_field(pid, "SigIgn:"), 0, "signals ignored in the child");
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	cr_assert_str_eq(comm, SUPERVISE_VM_OOM_ADJ "\n", "the OOM killer would not take it first");
 	/* The spawning thread ends: its child is killed (PDEATHSIG). */
 	atomic_store(&l.stop, true);
 	pthread_join(t, NULL);

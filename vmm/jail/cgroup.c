@@ -1,5 +1,6 @@
 /* cgroup.c - one cgroup v2 per VM: memory.max, pids.max and cpu.max from the VM's size, created before it starts and removed after. */
 #include "jail/cgroup.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,21 +49,30 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return rc;
 }
 
+/* dir/file's first len - 1 bytes into buf, NUL-terminated ("" when it
+ * cannot be read). */
+static void read_small(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[CGROUP_PATH_MAX + 64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+}
+
 /* Which of ours the cgroup at dir offers ("cgroup.controllers"), as bits. */
 static unsigned available(const char *dir)
 {
-	char path[CGROUP_PATH_MAX + 64], buf[512];
+	char buf[512];
 	unsigned bits = 0;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
+	read_small(dir, "cgroup.controllers", buf, sizeof(buf));
 	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
 		for (size_t i = 0; i < NR_CONTROLLERS; i++)
 			if (!strcmp(tok, controllers[i]))
@@ -72,20 +82,12 @@ static unsigned available(const char *dir)
 
 uint64_t cgroup_oom_kills(const struct cgroup *cg)
 {
-	char path[CGROUP_PATH_MAX + 64], buf[512], *p;
+	char buf[512], *p;
 	unsigned long long n = 0;
-	ssize_t len;
-	int fd;
 
 	if (!cg->path[0])
 		return 0;
-	snprintf(path, sizeof(path), "%s/memory.events", cg->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[len > 0 ? len : 0] = '\0';
+	read_small(cg->path, "memory.events", buf, sizeof(buf));
 	p = strstr(buf, "oom_kill ");
 	if (p && (p == buf || p[-1] == '\n'))
 		sscanf(p + 9, "%llu", &n);
@@ -221,6 +223,23 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cgroup_kill_all(const char *path)
+{
+	char file[CGROUP_PATH_MAX + 64];
+	int fd;
+
+	/* Never created (no O_CREAT): an older kernel, or a directory that is
+	 * no cgroup, has none. */
+	if (snprintf(file, sizeof(file), "%s/cgroup.kill", path) >= (int)sizeof(file))
+		return;
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		log_warn("cannot kill the processes of cgroup '%s': %s", path, strerror(errno));
+	close(fd);
 }
 
 int cgroup_remove(struct cgroup *cg, int timeout_ms)

@@ -64,4 +64,8 @@ int cgroup_join(const struct cgroup *cg) __attribute__((warn_unused_result));
  * kernel to empty it). Safe on one never created. 0 or -errno. */
 int cgroup_remove(struct cgroup *cg, int timeout_ms);
 
+/* SIGKILL every process in the cgroup at path (cgroup.kill, Linux 5.14):
+ * one nobody knows the pid of. Best effort. */
+void cgroup_kill_all(const char *path);
+
 #endif

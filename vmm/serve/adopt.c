@@ -198,6 +198,13 @@ static void adopt_one(struct service *svc, const char *sbdir, const char *name, 
 		return;
 	}
 	rc = registry_read(dir, &r);
+	if (rc == -ENOENT) {
+		/* Killed before its first record (written beside, then renamed):
+		 * nobody was told of it. */
+		registry_remove(dir, name, &svc->cfg.paths);
+		n->removed++;
+		return;
+	}
 	if (!rc && strcmp(r.id, name))
 		rc = -EINVAL;
 	if (!rc && (!strcmp(r.state, "starting") || !strcmp(r.state, "pool") ||

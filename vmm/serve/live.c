@@ -24,24 +24,30 @@
 
 extern char **environ;
 
-/* Run `mayfly pause|fork --vsock VSOCK --out DIR`, its stderr to sb's log.
- * Its exit code, or -errno. */
-static int run_ctl_once(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir)
+/* Run `mayfly pause|fork --vsock VSOCK --out DIR`: its stderr appended to
+ * sb's log (best effort: the disk may be the full one) and its last line
+ * kept in tail, which says why it failed. Its exit code, or -errno. */
+static int run_ctl_once(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir,
+			char *tail, size_t tlen)
 {
 	char *argv[] = { svc->cfg.exe, (char *)cmd, "--vsock", sb->vsock, "--out", (char *)dir,
 			 NULL };
-	char log[CONFIG_PATH_MAX + 8];
+	char log[CONFIG_PATH_MAX + 8], buf[1024];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dflt;
-	int rc, status;
+	size_t kept = 0;
+	int rc, status, pfd[2], logfd;
+	ssize_t n;
 	pid_t pid;
 
-	snprintf(log, sizeof(log), "%s/log", sb->dir);
+	tail[0] = '\0';
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDERR_FILENO);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
 	sigfillset(&dflt);
@@ -51,8 +57,34 @@ static int run_ctl_once(struct service *svc, struct sandbox *sb, const char *cmd
 	rc = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
-	if (rc)
+	close(pfd[1]);
+	if (rc) {
+		close(pfd[0]);
 		return -rc;
+	}
+	snprintf(log, sizeof(log), "%s/log", sb->dir);
+	logfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Until its end of file: the last sizeof(buf) - 1 bytes kept. */
+	while ((n = read(pfd[0], buf + kept, sizeof(buf) - 1 - kept)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		/* On a full disk the log loses it; the caller still gets the line. */
+		if (logfd >= 0 && write(logfd, buf + kept, (size_t)n) < 0) {
+			close(logfd);
+			logfd = -1;
+		}
+		kept += (size_t)n;
+		if (kept == sizeof(buf) - 1) {
+			memmove(buf, buf + kept / 2, kept - kept / 2);
+			kept -= kept / 2;
+		}
+	}
+	close(pfd[0]);
+	if (logfd >= 0)
+		close(logfd);
+	registry_last_line(buf, kept, tail, tlen);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -64,13 +96,14 @@ static int run_ctl_once(struct service *svc, struct sandbox *sb, const char *cmd
  * saw the exit of its exec: "busy" then means "not yet", for a bounded
  * while (BUSY_WAIT_MS). A call of someone else's is refused before this. */
 #define BUSY_WAIT_MS 3000
-static int run_ctl(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir)
+static int run_ctl(struct service *svc, struct sandbox *sb, const char *cmd, const char *dir,
+		   char *tail, size_t tlen)
 {
 	struct timespec step = { 0, 100000000 };
 	int code;
 
 	for (int waited = 0;; waited += 100) {
-		code = run_ctl_once(svc, sb, cmd, dir);
+		code = run_ctl_once(svc, sb, cmd, dir, tail, tlen);
 		if (code != CTL_EXIT_BUSY || waited >= BUSY_WAIT_MS)
 			return code;
 		nanosleep(&step, NULL);
@@ -105,11 +138,9 @@ static void set_state(struct service *svc, struct sandbox *sb, enum sb_state st)
 	pthread_mutex_unlock(&svc->lock);
 }
 
-static void ctl_failed(struct sandbox *sb, const char *what, int code, char *err, size_t errlen)
+static void ctl_failed(struct sandbox *sb, const char *what, int code, const char *tail,
+		       char *err, size_t errlen)
 {
-	char tail[300];
-
-	registry_log_tail(sb->dir, tail, sizeof(tail));
 	snprintf(err, errlen, "cannot %s sandbox %s (mayfly %s exited %d)%s%s", what, sb->id, what,
 		 code, tail[0] ? ": " : "", tail);
 }
@@ -117,18 +148,18 @@ static void ctl_failed(struct sandbox *sb, const char *what, int code, char *err
 int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char *err,
 	       size_t errlen)
 {
-	char dir[CONFIG_PATH_MAX + 16];
+	char dir[CONFIG_PATH_MAX + 16], tail[300];
 	struct timespec ms = { 0, 10000000 };
 	int code, i;
 
 	snprintf(dir, sizeof(dir), "%s/" SERVICE_PAUSED, sb->dir);
-	code = run_ctl(svc, sb, "pause", dir);
+	code = run_ctl(svc, sb, "pause", dir, tail, sizeof(tail));
 	if (code) {
 		if (code == CTL_EXIT_BUSY)
 			snprintf(err, errlen, "sandbox %s is busy (a call is in flight in it): try "
 				 "again when it ends", sb->id);
 		else
-			ctl_failed(sb, "pause", code, err, errlen);
+			ctl_failed(sb, "pause", code, tail, err, errlen);
 		audit(svc, sb, caller, "pause", dir, -EIO, err);
 		pthread_mutex_lock(&svc->lock);
 		sb->state = service_vm_ended(sb) ? SB_EXITED : SB_RUNNING;
@@ -355,7 +386,7 @@ static int fork_children(struct service *svc, struct sandbox *parent, const char
 int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsigned count,
 	      json_t **children, char *err, size_t errlen)
 {
-	char dir[CONFIG_PATH_MAX + 64];
+	char dir[CONFIG_PATH_MAX + 64], tail[300];
 	int code, rc = 0;
 
 	if (count == 0 || count > LIVE_MAX_FORK) {
@@ -378,13 +409,13 @@ int live_fork(struct service *svc, struct sandbox *sb, const char *caller, unsig
 	mkdir(dir, 0700);
 	snprintf(dir, sizeof(dir), "%s/forks/%s-%llu", svc->cfg.state, sb->id,
 		 (unsigned long long)clock_now_ns());
-	code = run_ctl(svc, sb, "fork", dir);
+	code = run_ctl(svc, sb, "fork", dir, tail, sizeof(tail));
 	if (code) {
 		if (code == CTL_EXIT_BUSY)
 			snprintf(err, errlen, "sandbox %s is busy (a call is in flight in it): try "
 				 "again when it ends", sb->id);
 		else
-			ctl_failed(sb, "fork", code, err, errlen);
+			ctl_failed(sb, "fork", code, tail, err, errlen);
 		rc = code == CTL_EXIT_BUSY ? 409 : 500;
 	}
 	if (!rc)

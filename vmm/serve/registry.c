@@ -201,6 +201,9 @@ static void remove_vm_cgroups(const char *cgroup_root, const char *id)
 		if (!jail_named(e->d_name, want, wl, false) ||
 		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
+		/* A VM whose pid nobody recorded (its service killed as it
+		 * spawned it) is still in its cgroup: killed there. */
+		cgroup_kill_all(path);
 		/* Empty once the VM's processes are gone; the kernel may take a
 		 * while (a VM killed as it started, its KVM VM torn down in an
 		 * emulated host): up to CGROUP_GONE_WAIT_MS. */
@@ -276,9 +279,30 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	return cleaned;
 }
 
+void registry_last_line(char *buf, size_t n, char *out, size_t len)
+{
+	char *end = buf + n, *start;
+
+	out[0] = '\0';
+	buf[n] = '\0';
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	start = strrchr(buf, '\n');
+	start = start ? start + 1 : buf;
+	for (char *p = start; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	n = strlen(start);
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, start, n);
+	out[n] = '\0';
+}
+
 void registry_log_tail(const char *dir, char *out, size_t len)
 {
-	char path[CONFIG_PATH_MAX + 8], buf[512], *end, *start;
+	char path[CONFIG_PATH_MAX + 8], buf[512];
+	off_t size;
 	ssize_t n;
 	int fd;
 
@@ -287,23 +311,10 @@ void registry_log_tail(const char *dir, char *out, size_t len)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	n = pread(fd, buf, sizeof(buf) - 1, lseek(fd, 0, SEEK_END) > (off_t)sizeof(buf) - 1 ?
-		  lseek(fd, 0, SEEK_END) - (off_t)sizeof(buf) + 1 : 0);
+	size = lseek(fd, 0, SEEK_END);
+	n = pread(fd, buf, sizeof(buf) - 1, size > (off_t)sizeof(buf) - 1 ?
+		  size - (off_t)sizeof(buf) + 1 : 0);
 	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	end = buf + n;
-	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
-		*--end = '\0';
-	start = strrchr(buf, '\n');
-	start = start ? start + 1 : buf;
-	for (char *p = start; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-	n = (ssize_t)strlen(start);
-	if ((size_t)n >= len)
-		n = (ssize_t)len - 1;
-	memcpy(out, start, (size_t)n);
-	out[n] = '\0';
+	if (n > 0)
+		registry_last_line(buf, (size_t)n, out, len);
 }

@@ -64,5 +64,8 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 /* The last line of the VM process's log in a sandbox's dir (why it did
  * not start), control bytes as '?'; "" when there is none. */
 void registry_log_tail(const char *dir, char *out, size_t len);
+/* The last line of buf[0..n) (buf has room for a NUL at n; it is
+ * changed), control bytes as '?', into out. */
+void registry_last_line(char *buf, size_t n, char *out, size_t len);
 
 #endif

@@ -239,7 +239,18 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 		fs_remove_tree(fresh ? sb->dir : vmdir);
 		return 500;
 	}
+	/* Recorded before its VM exists: a restart then knows the directory
+	 * is an unfinished one whatever the moment of a kill (adopt.c), and
+	 * its VM's cgroup is found by the id. */
 	sb->adopted = false;
+	sb->pid = 0;
+	sb->pid_start = 0;
+	record_of(sb, sb->state == SB_RESUMING ? "resuming" : "starting");
+	rc = registry_write(sb->dir, &sb->rec);
+	if (rc) {
+		snprintf(err, errlen, "cannot write the sandbox's record: %s", strerror(-rc));
+		goto out_remove;
+	}
 	sb->pid = supervise_spawn(&svc->sup, argv, log);
 	if (sb->pid < 0) {
 		rc = -sb->pid;
@@ -795,6 +806,20 @@ void service_tick(struct service *svc)
 	}
 }
 
+/* The service holds every sandbox: under memory pressure the kernel's OOM
+ * killer should take a VM (SUPERVISE_VM_OOM_ADJ) long before it. Lowering
+ * needs CAP_SYS_RESOURCE (root); without it the service stays at 0. */
+static void protect_from_oom(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "-500", 4) != 4)
+		log_debug("serve: cannot lower our oom_score_adj: %s", strerror(errno));
+	close(fd);
+}
+
 int service_start(struct service *svc)
 {
 	char sbdir[CONFIG_PATH_MAX];
@@ -810,6 +835,7 @@ int service_start(struct service *svc)
 		return rc;
 	}
 	svc->sup.outlive = !svc->cfg.ephemeral;
+	protect_from_oom();
 	snprintf(sbdir, sizeof(sbdir), "%s/sb", svc->cfg.state);
 	if (svc->cfg.ephemeral) {
 		cleaned = registry_cleanup(svc->cfg.state, &svc->cfg.paths, &killed);

@@ -101,11 +101,19 @@ static int child(void *arg)
 	const struct child_args *a = arg;
 	struct kernel_sigaction dfl = { .handler = SIG_DFL };
 	uint64_t none = 0;
+	int oom;
 
 	if ((!a->outlive && syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) ||
 	    syscall(SYS_getppid) != a->parent)
 		syscall(SYS_exit_group, 127);   /* the service already went: nobody has its record */
 	syscall(SYS_setpgid, 0, 0);
+	/* Under memory pressure the kernel's OOM killer takes a VM, never
+	 * the service that holds every other sandbox (best effort). */
+	oom = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom >= 0) {
+		syscall(SYS_write, oom, SUPERVISE_VM_OOM_ADJ, sizeof(SUPERVISE_VM_OOM_ADJ) - 1);
+		syscall(SYS_close, oom);
+	}
 	for (int sig = 1; sig <= 64; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));

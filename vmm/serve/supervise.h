@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* A VM process's oom_score_adj: the OOM killer's first choice, before the
+ * service (whose own is 0, or lower when it may set that). */
+#define SUPERVISE_VM_OOM_ADJ "500"
+
 /* How long a VM process has to end after SIGTERM before its group is killed. */
 #define SUPERVISE_TERM_GRACE_MS 3000
 
@@ -31,8 +35,9 @@ void supervise_destroy(struct supervisor *s);
 
 /* Start argv[0] (absolute) with argv, stdin and stdout /dev/null, stderr
  * appended to log_path, every other fd closed, default signal
- * dispositions and mask, in a new process group, killed by SIGKILL when
- * the service's main thread ends unless s->outlive. Any thread but the one that runs
+ * dispositions and mask, in a new process group, oom_score_adj
+ * SUPERVISE_VM_OOM_ADJ, killed by SIGKILL when the service's main thread
+ * ends unless s->outlive. Any thread but the one that runs
  * supervise_pending. pid, or -errno (-ESHUTDOWN once closed). */
 pid_t supervise_spawn(struct supervisor *s, char *const argv[], const char *log_path);
 
