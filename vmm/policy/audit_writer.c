@@ -1,6 +1,7 @@
 /* audit_writer.c - the audit log's writer: a process forked before the jail that holds the log, so the jailed VM process never does and cannot cut it back. */
 #include "policy/audit_writer.h"
 #include "lib/helper.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WRITER_SOCK 3   /* the writer's socket, once everything else is closed */
@@ -24,6 +26,13 @@ static __attribute__((noreturn)) void become_writer(struct audit_log *log, int s
 	    dup3(s, WRITER_SOCK, O_CLOEXEC) < 0 || dup3(l, WRITER_LOG, O_CLOEXEC) < 0)
 		_exit(1);
 	closefrom(WRITER_LOG + 1);
+	/* It parses what a compromised VM sends: its own filter first, once
+	 * what would open a file later has done so: jansson's hash seed
+	 * (/dev/urandom on first use) and the time zone (strftime's tzset
+	 * reads /etc/localtime once). */
+	json_object_seed(0);
+	tzset();
+	seccomp_enter(SECCOMP_ROLE_AUDIT);
 	log->fd = WRITER_LOG;
 	log->remote = -1;
 	while (audit_serve_one(log, WRITER_SOCK) == 0)

@@ -217,6 +217,22 @@ static const struct seccomp_rule broker[] = {
 	ALLOW(getrandom, "DNS query ids"),
 };
 
+/* The audit log's writer (vmm/policy/audit_writer.c), a process of its
+ * own: records from the VM over its socket, each appended to the log it
+ * alone holds, under the log's lock, synced. No file is opened. */
+static const struct seccomp_rule audit_writer[] = {
+	ALLOW(recvfrom, "a record from the VM process"),
+	ALLOW(sendto, "the append's result back"),
+	ALLOW(flock, "the log's lock (other mayfly processes append too)"),
+	ALLOW(fstat, "the log's size: did another process append"),
+	ALLOW(newfstatat, "the same, as glibc issues fstat"),
+	ALLOW(pread64, "the chain's last line, when another process appended"),
+	ALLOW(ftruncate, "a torn write is cut back, never left half a line"),
+	ALLOW(fdatasync, "each record on disk before its result is sent"),
+	ALLOW(nanosleep, "waiting (bounded) for another process's lock"),
+	ALLOW(clock_nanosleep, "the same, as glibc issues usleep"),
+};
+
 /* What the ASan/UBSan/LSan runtime itself calls: reports, the shadow
  * memory, and LeakSanitizer's check at exit (it stops the world with a
  * ptrace'ing helper thread it clones). Only sanitizer builds get this:
@@ -279,6 +295,7 @@ static const struct seccomp_group g_log = GROUP(log_writer, "log");
 static const struct seccomp_group g_agent = GROUP(agent, "agent");
 static const struct seccomp_group g_snapshot = GROUP(snapshot, "snapshot");
 static const struct seccomp_group g_broker = GROUP(broker, "broker");
+static const struct seccomp_group g_audit = GROUP(audit_writer, "audit");
 
 const struct seccomp_group seccomp_sanitizer_group = GROUP(sanitizer, "sanitizer builds");
 
@@ -292,4 +309,5 @@ const struct seccomp_role_rules seccomp_rules[SECCOMP_ROLE_COUNT] = {
 	[SECCOMP_ROLE_SNAPSHOT] = { "snapshot",
 		{ &g_every, &g_kicker, &g_waiter, &g_agent, &g_snapshot } },
 	[SECCOMP_ROLE_BROKER] = { "broker", { &g_every, &g_waiter, &g_broker } },
+	[SECCOMP_ROLE_AUDIT] = { "audit", { &g_every, &g_waiter, &g_audit } },
 };

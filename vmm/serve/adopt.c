@@ -253,6 +253,10 @@ static void adopt_one(struct service *svc, const char *sbdir, const char *name, 
 	else
 		lost(sb, SB_DAMAGED, "its record's state '%s' is none of a sandbox's", r.state);
 out_link:
+	/* No VM of its own from here: one a kill left unrecorded (spawned for
+	 * a resume before its pid was written) is killed in its cgroup. */
+	if (!sb->adopted && sb->state != SB_RUNNING)
+		registry_clean_vm(&svc->cfg.paths, sb->id);
 	if (sb->state == SB_RUNNING)
 		n->running++;
 	else if (sb->state == SB_PAUSED)
