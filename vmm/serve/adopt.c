@@ -101,11 +101,7 @@ static int load_spec(struct sandbox *sb, char *why, size_t whylen)
 	free(text);
 	if (rc)
 		return rc;
-	sb->env = calloc((size_t)c.nenv + 1, sizeof(*sb->env));
-	for (int i = 0; sb->env && i < c.nenv; i++)
-		if ((sb->env[sb->nenv] = strdup(c.env[i])))
-			sb->nenv++;
-	rc = !sb->env || sb->nenv != c.nenv || api_net_copy(&sb->net, &c.net) ? -ENOMEM : 0;
+	rc = service_copy_env(sb, c.env, c.nenv) || api_net_copy(&sb->net, &c.net) ? -ENOMEM : 0;
 	api_create_free(&c);
 	if (rc)
 		snprintf(why, whylen, "out of memory");
@@ -154,12 +150,10 @@ static void take_running(struct service *svc, struct sandbox *sb, bool resuming)
 {
 	const char *why = "";
 
-	if (is_dir(sb->dir, SERVICE_PAUSED) && (resuming || sb->adopted)) {
-		end_vm_paused(sb);
-		return;
-	}
 	if (is_dir(sb->dir, SERVICE_PAUSED)) {
-		set_paused(sb);   /* its pause finished while no service watched */
+		/* A pause that finished (its VM ending, or gone while no
+		 * service watched), or a resume that did not. */
+		end_vm_paused(sb);
 		return;
 	}
 	if (!sb->adopted) {
@@ -271,14 +265,11 @@ out_link:
 
 void adopt_all(struct service *svc, const char *sbdir)
 {
-	char forks[CONFIG_PATH_MAX];
 	struct adopted n = { 0 };
 	struct dirent *e;
 	DIR *d;
 
-	/* A fork's snapshot lives only until its children are restored. */
-	snprintf(forks, sizeof(forks), "%s/forks", svc->cfg.state);
-	fs_remove_tree(forks);
+	registry_remove_forks(svc->cfg.state);
 	d = opendir(sbdir);
 	if (!d)
 		return;

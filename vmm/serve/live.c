@@ -250,10 +250,7 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 		return 500;
 	}
 	sb->rec = parent->rec;
-	sb->env = calloc((size_t)parent->nenv + 1, sizeof(*sb->env));
-	for (int i = 0; sb->env && i < parent->nenv; i++)
-		if ((sb->env[sb->nenv] = strdup(parent->env[i])))
-			sb->nenv++;
+	service_copy_env(sb, parent->env, parent->nenv);
 	/* Its parent's network, as its environment. */
 	if (api_net_copy(&sb->net, &parent->net)) {
 		snprintf(err, errlen, "out of memory");

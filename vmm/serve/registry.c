@@ -253,6 +253,15 @@ bool registry_remove(const char *dir, const char *name, const struct registry_pa
 	return killed;
 }
 
+void registry_remove_forks(const char *state)
+{
+	char dir[CONFIG_PATH_MAX];
+
+	/* A fork's snapshot lives only until its children are restored. */
+	if (snprintf(dir, sizeof(dir), "%s/forks", state) < (int)sizeof(dir))
+		fs_remove_tree(dir);
+}
+
 int registry_cleanup(const char *state, const struct registry_paths *p, int *killed)
 {
 	char sbdir[CONFIG_PATH_MAX], dir[CONFIG_PATH_MAX];
@@ -261,9 +270,7 @@ int registry_cleanup(const char *state, const struct registry_paths *p, int *kil
 	DIR *d;
 
 	*killed = 0;
-	/* A fork's snapshot lives only until its children are restored. */
-	snprintf(sbdir, sizeof(sbdir), "%s/forks", state);
-	fs_remove_tree(sbdir);
+	registry_remove_forks(state);
 	snprintf(sbdir, sizeof(sbdir), "%s/sb", state);
 	d = opendir(sbdir);
 	if (!d)

@@ -55,6 +55,9 @@ void registry_clean_vm(const struct registry_paths *p, const char *id);
  * remove the directory. Whether a process was killed. */
 bool registry_remove(const char *dir, const char *name, const struct registry_paths *p);
 
+/* STATE/forks: what forks in flight when a service ended left. */
+void registry_remove_forks(const char *state);
+
 /* At start (an ephemeral service): for each <state>/sb/<ID>/, kill the process its record names
  * (only if its start time matches: never a reused pid), wait for it,
  * clean its leftovers and remove the directory. Returns how many

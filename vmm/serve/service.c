@@ -87,6 +87,15 @@ static void record_of(struct sandbox *sb, const char *state)
 	sb->rec.created = sb->created;
 }
 
+int service_copy_env(struct sandbox *sb, char *const *env, int n)
+{
+	sb->env = calloc((size_t)n + 1, sizeof(*sb->env));
+	for (int i = 0; sb->env && i < n; i++)
+		if ((sb->env[sb->nenv] = strdup(env[i])))
+			sb->nenv++;
+	return sb->env && sb->nenv == n ? 0 : -ENOMEM;
+}
+
 int service_save_spec(const struct sandbox *sb)
 {
 	char path[CONFIG_PATH_MAX + 16];
@@ -479,10 +488,8 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 		link_sandbox(svc, sb);
 		pthread_mutex_unlock(&svc->lock);
 	}
-	/* The environment: the sandbox's own, moved out of the request. */
-	sb->env = calloc((size_t)req->nenv + 1, sizeof(*sb->env));
-	for (int i = 0; sb->env && i < req->nenv; i++)
-		sb->env[sb->nenv++] = strdup(req->env[i]);
+	/* The environment: the sandbox's own, copied out of the request. */
+	service_copy_env(sb, req->env, req->nenv);
 	sb->rec.cpus = req->cpus;
 	sb->rec.mem_mib = req->mem_mib;
 	sb->rec.disk_quota = req->disk_quota;

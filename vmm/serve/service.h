@@ -177,6 +177,9 @@ void service_discard(struct service *svc, struct sandbox *sb);
 void service_link_locked(struct service *svc, struct sandbox *sb);
 /* Rewrite sb's record with state. */
 void service_record(struct sandbox *sb, const char *state);
+/* sb's environment: a copy of the n "K=V" strings of env (sb has none
+ * yet). 0, or -ENOMEM with those that could be copied. */
+int service_copy_env(struct sandbox *sb, char *const *env, int n);
 /* Write sb's SERVICE_SPEC (its environment and network rules). 0 or -errno. */
 int service_save_spec(const struct sandbox *sb);
 /* Whether sb's VM process has ended (reaped, sb->status set, when it is
