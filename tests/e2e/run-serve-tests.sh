@@ -103,14 +103,16 @@ start_service() {
 	done
 	return 1
 }
-# drain_empty WHAT: SIGTERM the service; no VM process or sandbox directory
-# may be left after WHAT.
+# drain_empty WHAT: SIGTERM the service; no VM process, VM cgroup or
+# sandbox directory may be left after WHAT.
 drain_empty() {
 	kill -TERM "$spid"
 	wait "$spid"
 	spid=""
 	[ "$(vms)" -eq 0 ] || fail "$(vms) VM processes left after $1"
 	[ "$(sandboxes_on_disk)" -eq 0 ] || fail "sandbox directories left after $1: $(ls "$state/sb")"
+	! ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 ||
+		fail "cgroups left after $1: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
 }
 # wait_gone PID SECONDS
 wait_gone() {
@@ -533,7 +535,6 @@ want 204
 req DELETE "/sandboxes/$par1"
 want 204
 drain_empty "the deletes and a drain"
-ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 && fail "cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
 tap "deleted sandboxes leave nothing after a drain: no VM, cgroup, socket or state"
 
 # ---- --ephemeral: sandboxes end with the service ----
@@ -638,11 +639,56 @@ sock=$sock_was
 umount "$small" || fail "cannot unmount $small (something of the service's still in it)"
 tap "the service on a full disk drains; nothing of it holds the file system"
 
+# ---- a real OOM kill: the VM's cgroup's memory.max cut under its use ----
+
+start_service --audit "$work/oom-audit.log" || bail "mayfly serve did not start: $(tail -n 5 "$work/serve.err")"
+req POST /sandboxes -d '{}'
+want 201
+victim=$(id_of)
+req POST /sandboxes -d '{}'
+want 201
+other=$(id_of)
+cg=$(ls -d /sys/fs/cgroup/mayfly/vm-"$victim"-* 2>/dev/null | head -n 1)
+if [ -z "$cg" ] || [ ! -w "$cg/memory.max" ]; then
+	fail "no VM cgroup with a memory.max for $victim"
+else
+	# Far under what the VMM holds (its heap, the guest's written pages):
+	# the kernel cannot reclaim down to it and its OOM killer takes the VM.
+	echo 1M >"$cg/memory.max" 2>/dev/null || true
+	i=0
+	while [ $i -lt 100 ]; do
+		req GET "/sandboxes/$victim"
+		grep -q '"state":"exited"' "$work/body" && break
+		sleep 0.2
+		i=$((i + 1))
+	done
+	has "$work/body" '"state":"exited"'
+	has "$work/body" "killed by its memory limit (the cgroup's OOM killer, memory.max)"
+	req GET /metrics
+	grep -q '^mayfly_serve_vm_exits_total{cause="memory"} 1$' "$work/body" ||
+		fail "/metrics: $(grep vm_exits_total "$work/body" | tr '\n' ' ')"
+	grep '"vm_exit"' "$work/oom-audit.log" | grep "$victim" | grep -q "memory limit" ||
+		fail "no vm_exit audit record for $victim: $(tail -c 300 "$work/oom-audit.log")"
+	req POST "/sandboxes/$other/exec" -d '{"argv":["echo","unharmed"]}'
+	want 200
+	has "$work/body" '{"event":"stdout","data":"unharmed\n"}'
+	req GET /health
+	want 200
+fi
+req DELETE "/sandboxes/$victim"
+want 204
+req DELETE "/sandboxes/$other"
+want 204
+drain_empty "an OOM kill and the deletes"
+tap "a VM's cgroup OOM kill (memory.max cut under its use): that sandbox exited, the reason in the API, /metrics and the audit log; the service and another sandbox go on"
+
 # ---- fault injection: the service killed at random points, restarted, checked ----
 
 kills=${E2E_SERVE_KILLS:-50}
 : >"$work/fi.created"
 : >"$work/fi.deleted"
+: >"$work/fi.deleting"
+: >"$work/fi.ops"
 # rnd N: a random number below N.
 rnd() {
 	echo $(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1))
@@ -651,7 +697,9 @@ rnd() {
 # ids it saw created (201) and deleted (204).
 fi_op() {
 	o=$work/fi.body
-	case $(rnd 7) in
+	kind=$(rnd 7)
+	echo "op $kind (0-1 create, 2 exec, 3 put, 4 pause, 5 fork, 6 delete) on '$1'" >>"$work/fi.ops"
+	case $kind in
 	0|1) st=$("$client" -t "$token" -o "$o" -d '{"env":{"K":"v"}}' "$sock" POST /sandboxes) &&
 		[ "$st" = 201 ] && sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' "$o" >>"$work/fi.created" ;;
 	2) [ -n "$1" ] && "$client" -t "$token" -o "$o" -d '{"argv":["sh","-c","echo x >>/root/log"]}' "$sock" POST "/sandboxes/$1/exec" ;;
@@ -660,7 +708,10 @@ fi_op() {
 	5) [ -n "$1" ] && st=$("$client" -t "$token" -o "$o" -d '{"count":1}' "$sock" POST "/sandboxes/$1/fork") &&
 		[ "$st" = 201 ] && sed 's/"parent"[^,]*,//' "$o" | tr '{' '\n' |
 		sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' | grep -v "$1" >>"$work/fi.created" ;;
-	6) [ -n "$1" ] && st=$("$client" -t "$token" -o "$o" "$sock" DELETE "/sandboxes/$1") &&
+	# Asked for before it is sent: a kill may cut it after the service
+	# deleted the sandbox but before the 204 came back.
+	6) [ -n "$1" ] && echo "$1" >>"$work/fi.deleting" &&
+		st=$("$client" -t "$token" -o "$o" "$sock" DELETE "/sandboxes/$1") &&
 		[ "$st" = 204 ] && echo "$1" >>"$work/fi.deleted" ;;
 	esac >/dev/null 2>&1
 }
@@ -693,8 +744,8 @@ while [ $kill_n -le "$kills" ]; do
 	[ "$st" = 200 ] || { fail "kill $kill_n: GET /sandboxes is $st"; break; }
 	listed >"$work/fi.listed"
 	while read -r id; do
-		grep -qx "$id" "$work/fi.deleted" && continue
-		grep -qx "$id" "$work/fi.listed" || fail "kill $kill_n: sandbox $id, created, is not listed"
+		grep -qx "$id" "$work/fi.deleted" "$work/fi.deleting" && continue
+		grep -qx "$id" "$work/fi.listed" || fail "kill $kill_n: sandbox $id, created, is not listed (in flight: $(tail -n 1 "$work/fi.ops"))"
 	done <"$work/fi.created"
 	while read -r id; do
 		grep -qx "$id" "$work/fi.listed" && fail "kill $kill_n: sandbox $id, deleted, is listed again"

@@ -150,31 +150,68 @@ Test(serve_registry, cleanup_kills_a_stale_vm_and_removes_what_it_left)
 	cr_assert(exists(p));
 }
 
+/* A fake cgroup tree (<root>/cg/mayfly) and jail base (<root>/run), each
+ * buffer of 512 bytes. */
+static void make_bases(char *cgbase, char *jailbase)
+{
+	char p[512];
+
+	snprintf(cgbase, 512, "%s/cg", root);
+	snprintf(jailbase, 512, "%s/run", root);
+	PATH(p, "cg/mayfly");
+	cr_assert_eq(mkdir(cgbase, 0700), 0);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	cr_assert_eq(mkdir(jailbase, 0700), 0);
+}
+
 /* A supervisor killed (or out of time) after its jail directory went
  * but before its cgroup did: the cgroup and the lease file are still
  * found, by their names; another VM's are left. */
 Test(serve_registry, a_vms_cgroup_and_lease_without_its_jail_directory_are_removed)
 {
 	struct registry_paths paths;
-	char cg[512], other[512], lease[512], cgbase[512], jailbase[512], p[512];
+	char cg[512], other[512], lease[512], cgbase[512], jailbase[512];
 
-	PATH(cgbase, "cg");
-	PATH(p, "cg/mayfly");
-	cr_assert_eq(mkdir(cgbase, 0700), 0);
-	cr_assert_eq(mkdir(p, 0700), 0);
+	make_bases(cgbase, jailbase);
 	PATH(cg, "cg/mayfly/vm-%s-Qq1qQ1", "bbbb");
 	cr_assert_eq(mkdir(cg, 0700), 0);
 	PATH(other, "cg/mayfly/vm-%s-Qq1qQ1", "bbbbc");
 	cr_assert_eq(mkdir(other, 0700), 0);
-	PATH(jailbase, "run");
-	cr_assert_eq(mkdir(jailbase, 0700), 0);
 	PATH(lease, "run/jail-%s-Qq1qQ1.lock", "bbbb");
 	cr_assert_eq(mknod(lease, S_IFREG | 0600, 0), 0);
 	paths = (struct registry_paths){ cgbase, { jailbase, NULL } };
-	registry_clean_vm(&paths, "bbbb");
+	cr_assert_eq(registry_clean_vm(&paths, "bbbb", 0), 0);
 	cr_assert_not(exists(cg), "the cgroup without a jail directory is left");
 	cr_assert_not(exists(lease), "the lease without a jail directory is left");
 	cr_assert(exists(other), "another VM's cgroup was removed");
+}
+
+/* A cgroup that does not go (here: not empty; on a host, busy while the
+ * kernel tears its last VM down) is counted for the caller to retry, and
+ * its lease stays so the next jail's sweep finds it meanwhile. */
+Test(serve_registry, a_cgroup_that_does_not_go_keeps_its_lease_until_it_does)
+{
+	struct registry_paths paths;
+	char cg[512], inside[512], lease[512], jail[512], cgbase[512], jailbase[512];
+
+	make_bases(cgbase, jailbase);
+	PATH(cg, "cg/mayfly/vm-%s-Rr2rR2", "cccc");
+	cr_assert_eq(mkdir(cg, 0700), 0);
+	PATH(inside, "cg/mayfly/vm-%s-Rr2rR2/busy", "cccc");
+	cr_assert_eq(mkdir(inside, 0700), 0);
+	PATH(jail, "run/jail-%s-Rr2rR2", "cccc");
+	cr_assert_eq(mkdir(jail, 0700), 0);
+	PATH(lease, "run/jail-%s-Rr2rR2.lock", "cccc");
+	cr_assert_eq(mknod(lease, S_IFREG | 0600, 0), 0);
+	paths = (struct registry_paths){ cgbase, { jailbase, NULL } };
+	cr_assert_eq(registry_clean_vm(&paths, "cccc", 0), 1, "the busy cgroup is not counted");
+	cr_assert(exists(cg));
+	cr_assert(exists(lease), "the lease went while its cgroup is still there");
+	cr_assert_not(exists(jail));
+	cr_assert_eq(rmdir(inside), 0);
+	cr_assert_eq(registry_clean_vm(&paths, "cccc", 0), 0);
+	cr_assert_not(exists(cg));
+	cr_assert_not(exists(lease), "the lease is left once its cgroup went");
 }
 
 Test(serve_registry, a_reused_pid_is_never_killed)

@@ -250,7 +250,7 @@ out_link:
 	/* No VM of its own from here: one a kill left unrecorded (spawned for
 	 * a resume before its pid was written) is killed in its cgroup. */
 	if (!sb->adopted && sb->state != SB_RUNNING)
-		registry_clean_vm(&svc->cfg.paths, sb->id);
+		service_clean_vm(svc, sb->id);
 	if (sb->state == SB_RUNNING)
 		n->running++;
 	else if (sb->state == SB_PAUSED)

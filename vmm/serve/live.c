@@ -174,7 +174,7 @@ int live_pause(struct service *svc, struct sandbox *sb, const char *caller, char
 		nanosleep(&ms, NULL);
 	if (i == PAUSE_EXIT_S * 100)
 		service_vm_stop(sb, 0);
-	registry_clean_vm(&svc->cfg.paths, sb->id);
+	service_clean_vm(svc, sb->id);
 	service_vm_forget(sb);
 	service_record(sb, "paused");
 	audit(svc, sb, caller, "pause", dir, 0, "");

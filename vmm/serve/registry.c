@@ -4,6 +4,7 @@
 #include "vm/config.h"
 #include "lib/fs_tree.h"
 #include "jail/cgroup.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #include <dirent.h>
@@ -140,8 +141,6 @@ bool registry_pid_alive(pid_t pid)
 	return f && *f != 'Z' && *f != 'X';
 }
 
-#define CGROUP_GONE_WAIT_MS 5000
-
 /* In base, entries named prefix + "<id>-" + 6 characters (each jail's
  * mkdtemp suffix) and, when lock, + ".lock" after them. */
 static bool jail_named(const char *name, const char *want, size_t wl, bool lock)
@@ -154,8 +153,11 @@ static bool jail_named(const char *name, const char *want, size_t wl, bool lock)
 }
 
 /* The jail directories of VM id under base, and their lease files (a
- * lease whose directory went is removed too: its supervisor is gone). */
-static void remove_jail_dirs(const char *base, const char *prefix, const char *id)
+ * lease whose directory went is removed too: its supervisor is gone),
+ * unless keep_leases: a cgroup of the VM lingers, and its lease is how
+ * the next jail's sweep (lease.c) finds it should we not. */
+static void remove_jail_dirs(const char *base, const char *prefix, const char *id,
+			     bool keep_leases)
 {
 	char want[128], path[CONFIG_PATH_MAX];
 	struct dirent *e;
@@ -169,7 +171,7 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 	while ((e = readdir(d))) {
 		bool lock = jail_named(e->d_name, want, wl, true);
 
-		if ((!lock && !jail_named(e->d_name, want, wl, false)) ||
+		if ((!lock && !jail_named(e->d_name, want, wl, false)) || (lock && keep_leases) ||
 		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path))
 			continue;
 		if (lock)
@@ -182,19 +184,22 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 
 /* Every cgroup of VM id (vm-<id>-XXXXXX, as the jail names it), found in
  * the cgroup tree itself: a supervisor killed, or out of time, after its
- * jail directory went but before its cgroup did leaves only the cgroup. */
-static void remove_vm_cgroups(const char *cgroup_root, const char *id)
+ * jail directory went but before its cgroup did leaves only the cgroup.
+ * How many are still there. */
+static int remove_vm_cgroups(const char *cgroup_root, const char *id, unsigned wait_ms)
 {
 	char dir[CONFIG_PATH_MAX], want[64], path[CONFIG_PATH_MAX];
+	uint64_t until = clock_now_ns() + wait_ms * 1000000ULL;
 	struct dirent *e;
+	int left = 0;
 	size_t wl;
 	DIR *d;
 
 	if (snprintf(dir, sizeof(dir), "%s/" CGROUP_PARENT, cgroup_root) >= (int)sizeof(dir))
-		return;
+		return 0;
 	d = opendir(dir);
 	if (!d)
-		return;
+		return 0;
 	snprintf(want, sizeof(want), "vm-%s-", id);
 	wl = strlen(want);
 	while ((e = readdir(d))) {
@@ -205,21 +210,25 @@ static void remove_vm_cgroups(const char *cgroup_root, const char *id)
 		 * spawned it) is still in its cgroup: killed there. */
 		cgroup_kill_all(path);
 		/* Empty once the VM's processes are gone; the kernel may take a
-		 * while (a VM killed as it started, its KVM VM torn down in an
-		 * emulated host): up to CGROUP_GONE_WAIT_MS. */
-		for (int i = 0; i < CGROUP_GONE_WAIT_MS / 10 && rmdir(path) < 0 && errno == EBUSY; i++)
+		 * while (a VM's KVM VM torn down in an emulated host, a
+		 * sanitizer's exit): up to wait_ms, then the caller's to retry. */
+		while (rmdir(path) < 0 && errno == EBUSY && clock_now_ns() < until)
 			usleep(10000);
+		if (access(path, F_OK) == 0)
+			left++;
 	}
 	closedir(d);
+	return left;
 }
 
-void registry_clean_vm(const struct registry_paths *p, const char *id)
+int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms)
 {
+	int left = p->cgroup_root ? remove_vm_cgroups(p->cgroup_root, id, wait_ms) : 0;
+
 	for (int i = 0; i < 2; i++)
 		if (p->jail_bases[i])
-			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id);
-	if (p->cgroup_root)
-		remove_vm_cgroups(p->cgroup_root, id);
+			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id, left > 0);
+	return left;
 }
 
 /* Kill a stale VM process group and wait (it is not our child: poll).
@@ -244,9 +253,9 @@ bool registry_remove(const char *dir, const char *name, const struct registry_pa
 
 	if (!registry_read(dir, &r)) {
 		killed = kill_stale(&r);
-		registry_clean_vm(p, r.id);
+		registry_clean_vm(p, r.id, REGISTRY_CGROUP_WAIT_MS);
 	} else if (config_id_valid(name)) {
-		registry_clean_vm(p, name);
+		registry_clean_vm(p, name, REGISTRY_CGROUP_WAIT_MS);
 	}
 	if (fs_remove_tree(dir))
 		log_warn("serve: cannot remove %s left by a previous run", dir);

@@ -46,9 +46,15 @@ uint64_t registry_pid_start(pid_t pid);
 bool registry_pid_alive(pid_t pid);
 
 
-/* A VM's leftovers, once its process is gone: its cgroup, its jail
- * directories. Best effort. */
-void registry_clean_vm(const struct registry_paths *p, const char *id);
+/* How long a VM's emptied cgroup may stay busy before a clean-up leaves
+ * it for later (a VM's KVM VM torn down in an emulated host). */
+#define REGISTRY_CGROUP_WAIT_MS 5000
+
+/* A VM's leftovers, once its process is gone: its cgroups (each waited
+ * for up to wait_ms to empty), its jail directories, and their leases
+ * unless a cgroup lingers (the next jail's sweep then removes it). How
+ * many cgroups are still there: the caller's to retry. */
+int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms);
 
 /* Remove the sandbox directory dir (named name): kill the process its
  * record names (only if its start time matches), clean its leftovers,

@@ -176,7 +176,7 @@ void service_discard(struct service *svc, struct sandbox *sb)
 {
 	if (sb->state != SB_EXITED && sb->state != SB_PAUSED && sb->pid > 0)
 		service_vm_stop(sb, SUPERVISE_TERM_GRACE_MS);
-	registry_clean_vm(&svc->cfg.paths, sb->id);
+	service_clean_vm(svc, sb->id);
 	if (fs_remove_tree(sb->dir))
 		log_warn("serve: cannot remove %s", sb->dir);
 	free_sandbox(sb);
@@ -296,7 +296,7 @@ int service_start_vm(struct service *svc, struct sandbox *sb, const struct api_c
 out_stop:
 	supervise_stop(sb->pid, 0, &status);
 out_clean:
-	registry_clean_vm(&svc->cfg.paths, sb->id);
+	service_clean_vm(svc, sb->id);
 out_remove:
 	fs_remove_tree(fresh ? sb->dir : vmdir);
 	return rc == -ECANCELED ? 503 : 500;
@@ -756,6 +756,39 @@ static void vm_ended(struct service *svc, struct sandbox *sb)
 	json_decref(rec);
 }
 
+/* The first wait for a VM's cgroup to empty, on the caller's thread. */
+#define CLEAN_FIRST_WAIT_MS 1000
+/* The drain's wait for the cgroups still busy, all together. */
+#define CLEAN_DRAIN_WAIT_MS 30000
+
+void service_clean_vm(struct service *svc, const char *id)
+{
+	if (!registry_clean_vm(&svc->cfg.paths, id, CLEAN_FIRST_WAIT_MS))
+		return;
+	pthread_mutex_lock(&svc->linger_lock);
+	if (svc->nlinger < SERVICE_LINGER_MAX)
+		snprintf(svc->linger[svc->nlinger++], sizeof(svc->linger[0]), "%s", id);
+	else
+		log_warn("serve: VM %s: its cgroup is still busy; the next jail's sweep removes it", id);
+	pthread_mutex_unlock(&svc->linger_lock);
+}
+
+/* One more try at each busy cgroup. How many are still busy. */
+static unsigned retry_lingering(struct service *svc)
+{
+	unsigned left;
+
+	pthread_mutex_lock(&svc->linger_lock);
+	for (unsigned i = 0; i < svc->nlinger;)
+		if (registry_clean_vm(&svc->cfg.paths, svc->linger[i], 0))
+			i++;
+		else
+			memcpy(svc->linger[i], svc->linger[--svc->nlinger], sizeof(svc->linger[0]));
+	left = svc->nlinger;
+	pthread_mutex_unlock(&svc->linger_lock);
+	return left;
+}
+
 void service_tick(struct service *svc)
 {
 	uint64_t now = clock_now_ns();
@@ -811,6 +844,7 @@ void service_tick(struct service *svc)
 		doomed = sb->next;
 		service_discard(svc, sb);
 	}
+	retry_lingering(svc);
 }
 
 /* The service holds every sandbox: under memory pressure the kernel's OOM
@@ -833,6 +867,7 @@ int service_start(struct service *svc)
 	int killed, cleaned, rc;
 
 	pthread_mutex_init(&svc->lock, NULL);
+	pthread_mutex_init(&svc->linger_lock, NULL);
 	pthread_cond_init(&svc->changed, NULL);
 	metrics_init(&svc->metrics);
 	svc->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -925,13 +960,20 @@ void service_stop(struct service *svc, unsigned grace_ms)
 			int status;
 
 			supervise_stop(sb->pid, 0, &status);
-			registry_clean_vm(&svc->cfg.paths, sb->id);
+			service_clean_vm(svc, sb->id);
 			fs_remove_tree(sb->dir);
 			sb->state = SB_EXITED;
 			continue;
 		}
 		service_discard(svc, sb);
 	}
+	/* Nothing of a stopped VM outlives the service: its cgroup neither. */
+	for (uint64_t end = clock_now_ns() + CLEAN_DRAIN_WAIT_MS * 1000000ULL;
+	     retry_lingering(svc) && clock_now_ns() < end;)
+		usleep(50000);
+	for (unsigned i = 0; i < svc->nlinger; i++)
+		log_warn("serve: VM %s: its cgroup is still busy after %d s; the next jail's sweep "
+			 "removes it", svc->linger[i], CLEAN_DRAIN_WAIT_MS / 1000);
 }
 
 void service_destroy(struct service *svc)

@@ -19,6 +19,7 @@
 #define SERVICE_MAX_EXTRA_ARGS 16
 #define SERVICE_MAX_TEMPLATES METRICS_MAX_TEMPLATES
 #define SERVICE_POOL_THREADS 8   /* the pools' refill threads at most */
+#define SERVICE_LINGER_MAX 64    /* busy cgroups retried; past it, left to the jails' sweep */
 
 enum sb_state { SB_STARTING, SB_POOL, SB_RUNNING, SB_STOPPING, SB_EXITED, SB_PAUSING, SB_PAUSED,
 		 SB_RESUMING, SB_DAMAGED };
@@ -102,6 +103,9 @@ struct service {
 	struct audit_log audit;
 	struct gate gate;          /* audit log and approver; per call a copy names caller, sandbox */
 	pthread_t pool_threads[SERVICE_POOL_THREADS];   /* pool.c's refill threads */
+	pthread_mutex_t linger_lock;
+	char linger[SERVICE_LINGER_MAX][API_ID_MAX + 1];   /* VMs whose cgroup is still busy */
+	unsigned nlinger;
 	unsigned npool;
 	uint64_t next_exec;
 };
@@ -119,8 +123,14 @@ int service_start(struct service *svc);
 void service_stop(struct service *svc, unsigned grace_ms);
 void service_destroy(struct service *svc);
 
-/* Reap VM processes that ended, delete sandboxes past their TTL. */
+/* Reap VM processes that ended, delete sandboxes past their TTL, remove
+ * the cgroups that were still busy. */
 void service_tick(struct service *svc);
+
+/* What VM id left on the host once its process is gone (registry_clean_vm);
+ * a cgroup still busy after a second is retried by service_tick and
+ * waited for by the drain. */
+void service_clean_vm(struct service *svc, const char *id);
 
 /* Whether the host has more than the reserve available (MemAvailable): 0,
  * or 503 with err (a create, resume or fork must not push the host into
