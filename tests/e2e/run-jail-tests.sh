@@ -154,6 +154,19 @@ for p in $vm $sup; do
 done
 tap "the VM runs in a process of its own, under a supervisor; neither holds the --audit log"
 
+# The supervisor keeps only CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER and
+# CAP_KILL (bits 0, 1, 3, 5), in every set; no_new_privs; its own filter.
+if [ -n "$sup" ]; then
+	for f in CapEff CapPrm CapBnd; do
+		[ "$(status_field "$sup" $f)" = 000000000000002b ] ||
+			fail "the supervisor's $f is $(status_field "$sup" $f), want 000000000000002b"
+	done
+	[ "$(status_field "$sup" CapAmb)" = 0000000000000000 ] || fail "the supervisor has ambient capabilities"
+	[ "$(status_field "$sup" NoNewPrivs)" = 1 ] || fail "the supervisor's NoNewPrivs is not 1"
+	[ "$(status_field "$sup" Seccomp)" = 2 ] || fail "the supervisor is not filtered (Seccomp: $(status_field "$sup" Seccomp))"
+fi
+tap "the supervisor keeps four capabilities (chown, dac_override, fowner, kill), no_new_privs and a seccomp filter"
+
 if [ -n "$vm" ]; then
 	threads=0
 	for t in /proc/"$vm"/task/*; do

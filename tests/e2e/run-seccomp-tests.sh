@@ -301,6 +301,7 @@ killed console boot --init-cmd true
 killed log boot --init-cmd true
 killed io run --cold -- true
 killed agent run --cold -- true
+killed supervisor run --cold -- true
 killed snapshot snapshot create --out "$work/snap2"
 
 tap_end

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,11 +414,57 @@ static int drop_child(void)
 	return 0;
 }
 
-Test(jail, drop_leaves_no_uid_capability_or_way_back)
+/* fn in a child as root (else the test is skipped, for why): every
+ * check passed. */
+static void as_root_in_child(int (*fn)(void), const char *why)
 {
+	int failed;
+
 	if (geteuid() != 0) {
 		rm_tree();   /* a skipped test's .fini does not run */
-		cr_skip_test("needs root (the drop from uid 0 to 65534)");
+		cr_skip_test("needs root (%s)", why);
 	}
-	cr_assert_eq(in_child(drop_child), 0, "check %d failed", in_child(drop_child));
+	failed = in_child(fn);
+	cr_assert_eq(failed, 0, "check %d failed", failed);
+}
+
+Test(jail, drop_leaves_no_uid_capability_or_way_back)
+{
+	as_root_in_child(drop_child, "the drop from uid 0 to 65534");
+}
+
+/* The supervisor's drop: the capabilities kept and no other, in every
+ * set; no_new_privs; the uid stays (it still waits and cleans up). */
+static int keep_child(void)
+{
+	static const int keep[] = { CAP_CHOWN, CAP_KILL };
+	const char *what = "";
+	char want[32], v[128];
+
+	if (creds_keep_only(keep, 2, &what))
+		return 1;
+	snprintf(want, sizeof(want), "%016llx", (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
+	if (!status_line("CapEff", v, sizeof(v)) || strcmp(v, want))
+		return 2;
+	if (!status_line("CapPrm", v, sizeof(v)) || strcmp(v, want))
+		return 3;
+	if (!status_line("CapBnd", v, sizeof(v)) || strcmp(v, want))
+		return 4;
+	if (!status_line("CapInh", v, sizeof(v)) || strcmp(v, "0000000000000000"))
+		return 5;
+	if (!status_line("CapAmb", v, sizeof(v)) || strcmp(v, "0000000000000000"))
+		return 6;
+	if (!status_line("NoNewPrivs", v, sizeof(v)) || strcmp(v, "1"))
+		return 7;
+	if (geteuid() != 0)
+		return 8;
+	/* What it gave up is gone: no mount, no new uid. */
+	if (unshare(CLONE_NEWNS) == 0 || setresuid(65534, 65534, 65534) == 0)
+		return 9;
+	return 0;
+}
+
+Test(jail, keep_only_leaves_the_named_capabilities_in_every_set)
+{
+	as_root_in_child(keep_child, "capabilities to keep");
 }

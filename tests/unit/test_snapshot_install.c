@@ -78,6 +78,33 @@ static void fake_save(const char *tmp, const char *tag)
 	put(tmp, SNAPSHOT_MEMORY, "memory");
 }
 
+/* Install tmp at out in a child under role's filter, as that role's
+ * thread does: the snapshot thread its own save (unjailed), the
+ * supervisor the jailed VM's. It must succeed. */
+static void install_filtered(enum seccomp_role role, const char *tmp, const char *out)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		const char *why = "";
+
+		if (seccomp_install(role))
+			_exit(100);
+		if (role == SECCOMP_ROLE_SNAPSHOT)
+			_exit(vm_snapshot_install_own(tmp, out, &why) ? 1 : 0);
+		_exit(vm_snapshot_install(tmp, out, &why) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the install under the %s filter ended with %s %d", seccomp_role_name(role),
+		  WIFEXITED(status) ? "exit" : "signal",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
 Test(snapshot_install, the_directory_is_made_beside_out_and_takes_its_place)
 {
 	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
@@ -107,30 +134,67 @@ Test(snapshot_install, an_unjailed_save_installs_under_the_snapshot_filter)
 {
 	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX];
 	struct snapshot_sources src;
-	int status;
-	pid_t pid;
 
 	for (int round = 0; round < 2; round++) {
 		begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
 		fake_save(tmp, round ? "second" : "first");
-		fflush(NULL);
-		pid = fork();
-		cr_assert_geq(pid, 0);
-		if (pid == 0) {
-			const char *why = "";
-
-			if (seccomp_install(SECCOMP_ROLE_SNAPSHOT))
-				_exit(100);
-			_exit(vm_snapshot_install_own(tmp, out, &why) ? 1 : 0);
-		}
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			  "round %d: the install under the snapshot filter ended with %s %d", round,
-			  WIFEXITED(status) ? "exit" : "signal",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		install_filtered(SECCOMP_ROLE_SNAPSHOT, tmp, out);
 		cr_assert_str_eq(get(out, SNAPSHOT_STATE), round ? "second" : "first");
 	}
 	only("snap", "kernel\\|rootfs");
+}
+
+/* Jailed, the supervisor installs what the VM's uid wrote: under the
+ * supervisor's own filter, the state file and directory become ours. */
+Test(snapshot_install, a_jailed_save_is_taken_over_under_the_supervisor_filter)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 64];
+	struct snapshot_sources src;
+	struct stat st;
+
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+	fake_save(tmp, "jailed");
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_STATE, tmp);
+	/* As the jail leaves them: the VM's uid owns both (root can chown). */
+	if (geteuid() == 0) {
+		cr_assert_eq(chown(path, 4321, 4322), 0);
+		cr_assert_eq(chown(tmp, 4321, 4322), 0);
+	}
+	install_filtered(SECCOMP_ROLE_SUPERVISOR, tmp, out);
+	cr_assert_str_eq(get(out, SNAPSHOT_STATE), "jailed");
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_STATE, out);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_uid, geteuid(), "the state file is not ours");
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_eq(st.st_uid, geteuid(), "the directory is not ours");
+	only("snap", "kernel\\|rootfs");
+}
+
+/* The jailed side swaps its state file for a link to someone else's
+ * file: refused, that file untouched (owner and bytes), nothing left. */
+Test(snapshot_install, a_state_file_swapped_for_a_link_is_refused_and_its_target_untouched)
+{
+	char tmp[CONFIG_PATH_MAX + 32], out[CONFIG_PATH_MAX], path[CONFIG_PATH_MAX + 64],
+		victim[CONFIG_PATH_MAX];
+	struct snapshot_sources src;
+	const char *why = "";
+	struct stat st;
+
+	put(base, "victim", "not yours");
+	snprintf(victim, sizeof(victim), "%s/victim", base);
+	if (geteuid() == 0)
+		cr_assert_eq(chown(victim, 4321, 4322), 0);
+	begin("snap", out, sizeof(out), tmp, sizeof(tmp), &src);
+	fake_save(tmp, "x");
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_STATE, tmp);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_eq(vm_snapshot_install(tmp, out, &why), -EINVAL);
+	cr_assert(strstr(why, "is not a regular file of its own: refused"), "%s", why);
+	cr_assert_eq(lstat(victim, &st), 0);
+	cr_assert_eq(st.st_uid, geteuid() == 0 ? 4321u : geteuid(), "the link's target changed owner");
+	cr_assert_str_eq(get(base, "victim"), "not yours");
+	only("victim", "kernel\\|rootfs");
 }
 
 Test(snapshot_install, an_older_snapshot_is_swapped_whole)

@@ -134,6 +134,34 @@ int creds_drop(uid_t uid, gid_t gid, const char **what)
 	return creds_restrict_self(what);
 }
 
+int creds_keep_only(const int *keep, int nkeep, const char **what)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(data, 0, sizeof(data));
+	for (int i = 0; i < nkeep; i++) {
+		data[keep[i] / 32].permitted |= 1u << (keep[i] % 32);
+		data[keep[i] / 32].effective |= 1u << (keep[i] % 32);
+	}
+	/* The bounding set first: dropping it needs CAP_SETPCAP, gone below. */
+	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+		bool kept = false;
+
+		for (int i = 0; i < nkeep; i++)
+			kept |= keep[i] == cap;
+		if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return fail(what, "dropping the bounding capabilities");
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return fail(what, "clearing the ambient capabilities");
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return fail(what, "capset");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail(what, "no_new_privs");
+	return 0;
+}
+
 bool creds_die_with_parent(int sig, pid_t parent)
 {
 	if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)

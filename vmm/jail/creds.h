@@ -39,6 +39,13 @@ int creds_drop(uid_t uid, gid_t gid, const char **what) __attribute__((warn_unus
  * itself. 0 or -errno with *what. */
 int creds_restrict_self(const char **what) __attribute__((warn_unused_result));
 
+/* Keep only the capabilities keep[0..nkeep) (CAP_*), without changing
+ * ids: every other one gone from the bounding, ambient, inheritable,
+ * permitted and effective sets, and no_new_privs set (an exec regains
+ * nothing). 0 or -errno with *what. */
+int creds_keep_only(const int *keep, int nkeep, const char **what)
+	__attribute__((warn_unused_result));
+
 /* This process dies with signal `sig` when its parent does; false when the
  * parent (whose pid was `parent`; 0: not known, not checked) is already
  * gone. */

@@ -7,6 +7,7 @@
 #include "lib/exitcode.h"
 #include "lib/thread.h"
 #include "lib/log.h"
+#include "seccomp/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 
 #define CGROUP_RMDIR_WAIT_MS 2000
@@ -224,6 +226,30 @@ static int supervise(pid_t child, pid_t parent, const sigset_t *set, const struc
 	return 128 + WTERMSIG(status);
 }
 
+/* What the supervisor keeps once the VM is forked: signals to a VM of
+ * another uid (CAP_KILL); the jailed VMM's snapshot made the caller's
+ * (CAP_CHOWN); a --get written, a socket or directory removed where the
+ * caller's root may write but does not own (CAP_DAC_OVERRIDE, CAP_FOWNER:
+ * the VM's socket in a sticky /tmp). No mount, namespace, uid change,
+ * ptrace, raw I/O or module: a supervisor taken over gets none of them. */
+static const int supervisor_caps[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL };
+
+/* The supervisor's own confinement, before it waits: those capabilities,
+ * no_new_privs and its seccomp role. 0 or -errno after one line. */
+static int confine_supervisor(void)
+{
+	const char *what = "";
+	int rc = creds_keep_only(supervisor_caps, sizeof(supervisor_caps) / sizeof(supervisor_caps[0]),
+				 &what);
+
+	if (rc) {
+		log_say("jail: cannot drop the supervisor's capabilities: %s: %s", what, strerror(-rc));
+		return rc;
+	}
+	seccomp_enter(SECCOMP_ROLE_SUPERVISOR);
+	return 0;
+}
+
 /* In the forked VM process, before anything else. alive: the read end
  * of a pipe only the supervisor writes to (its pid is not in our PID
  * namespace: getppid() says 0), hung up once it is gone. */
@@ -366,7 +392,14 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 	 * a fork's many children would pay every copy). */
 	malloc_trim(0);
 	thread_drop_dead_stack();   /* and so do our dead frames */
-	*code = supervise(child, parent, &set, &j->cgroup);
+	if (!confine_supervisor()) {
+		*code = supervise(child, parent, &set, &j->cgroup);
+	} else {
+		kill(child, SIGKILL);
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+		*code = EXIT_INTERNAL;
+	}
 	close(alive[1]);
 	cleanup(j, cfg, socket_was_there);
 	return JAIL_SUPERVISOR_DONE;

@@ -233,6 +233,41 @@ static const struct seccomp_rule audit_writer[] = {
 	ALLOW(clock_nanosleep, "the same, as glibc issues usleep"),
 };
 
+/* The jail's supervisor (vmm/jail/jail.c), the process the VM was forked
+ * from, for the VM's whole life: it passes signals on and waits; once
+ * the VM is gone it removes what the jail made, stops its helpers and
+ * finishes the command (a --get's rename, a new snapshot put in place,
+ * the terminal given back). Files are only opened to be read (cgroup
+ * counters); no mount, namespace, ptrace, exec or new process. */
+static const struct seccomp_rule supervisor[] = {
+	ALLOW(wait4, "the VM process; then the approve spawner, broker and audit writer"),
+	ALLOW(kill, "signals passed on to the VM; the network broker ended"),
+	ALLOW(getppid, "our caller died: the VM is killed"),
+	ALLOW(signalfd4, "the signals to pass on, read as they come"),
+	ALLOW(close, "the helpers' sockets, the --get files, the lease"),
+	ALLOW(rmdir, "the jail directory, the VM's cgroup, a failed snapshot's directory"),
+	ALLOW(unlink, "the lease file, the VM's sockets, a failed --get's or snapshot's files"),
+	ALLOW(newfstatat, "lstat: is it still the VM's socket; is dir a snapshot already"),
+	ALLOW(fstat, "stdio, at exit"),
+	ALLOW_CLEAR(openat, 2, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND,
+		    "the VM cgroup's memory.events (an OOM kill?); a new snapshot's directory: read-only"),
+	ALLOW_CLEAR(open, 1, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND, "the same, older form"),
+	ALLOW(fchownat, "snapshot create: the jailed VMM's state file becomes the caller's"),
+	ALLOW(fchown, "the same: its directory, through the descriptor it was checked by"),
+	ALLOW(geteuid, "the same: whose it becomes"),
+	ALLOW(getegid, "the same"),
+	ALLOW(rename, "--get: the temporary file replaces LOCAL; a new snapshot's name"),
+	ALLOW(renameat2, "a new snapshot swapped with an older one (RENAME_EXCHANGE)"),
+	ALLOW(lseek, "stdio, at exit"),
+	ALLOW_EQ(ioctl, 1, TCGETS, "run --tty: the terminal's mode given back"),
+	ALLOW_EQ(ioctl, 1, TCSETS, "the same"),
+	ALLOW(rt_sigaction, "the terminal's signal handlers put back"),
+	ALLOW_EQ(fcntl, 1, F_GETFL, "stdin's flags put back"),
+	ALLOW_EQ(fcntl, 1, F_SETFL, "the same"),
+	ALLOW(nanosleep, "short bounded waits (usleep)"),
+	ALLOW(clock_nanosleep, "the same, as glibc issues usleep"),
+};
+
 /* What the ASan/UBSan/LSan runtime itself calls: reports, the shadow
  * memory, and LeakSanitizer's check at exit (it stops the world with a
  * ptrace'ing helper thread it clones). Only sanitizer builds get this:
@@ -296,6 +331,7 @@ static const struct seccomp_group g_agent = GROUP(agent, "agent");
 static const struct seccomp_group g_snapshot = GROUP(snapshot, "snapshot");
 static const struct seccomp_group g_broker = GROUP(broker, "broker");
 static const struct seccomp_group g_audit = GROUP(audit_writer, "audit");
+static const struct seccomp_group g_supervisor = GROUP(supervisor, "supervisor");
 
 const struct seccomp_group seccomp_sanitizer_group = GROUP(sanitizer, "sanitizer builds");
 
@@ -310,4 +346,5 @@ const struct seccomp_role_rules seccomp_rules[SECCOMP_ROLE_COUNT] = {
 		{ &g_every, &g_kicker, &g_waiter, &g_agent, &g_snapshot } },
 	[SECCOMP_ROLE_BROKER] = { "broker", { &g_every, &g_waiter, &g_broker } },
 	[SECCOMP_ROLE_AUDIT] = { "audit", { &g_every, &g_waiter, &g_audit } },
+	[SECCOMP_ROLE_SUPERVISOR] = { "supervisor", { &g_every, &g_waiter, &g_supervisor } },
 };

@@ -18,6 +18,7 @@ enum seccomp_role {
 	SECCOMP_ROLE_SNAPSHOT,   /* snapshot create's client: setup, then the save */
 	SECCOMP_ROLE_BROKER,     /* the network broker process: resolve, connect, pass the fd */
 	SECCOMP_ROLE_AUDIT,      /* the audit log's writer process: records in, appended */
+	SECCOMP_ROLE_SUPERVISOR, /* the jail's supervisor: waits for the VM, then cleans up */
 	SECCOMP_ROLE_COUNT,
 };
 

@@ -369,35 +369,39 @@ static void remove_snapshot_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* path becomes ours (it was written as the jailed VMM's uid); nothing to
- * do, and no system call the snapshot role lacks, when it is already. */
-static int take_over(const char *path, uid_t uid, gid_t gid, const char **why)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : errmsg_why(why, -errno, "cannot take over '%s': %s", path,
-						      strerror(errno));
-	if ((st.st_uid != uid || st.st_gid != gid) && lchown(path, uid, gid) < 0)
-		return errmsg_why(why, -errno, "cannot take over '%s': %s", path, strerror(errno));
-	return 0;
-}
-
 /* What a jailed VMM wrote becomes the caller's: the directory (0700: no
  * other user reaches what is in it) and state. Not memory and disk-vda:
  * state records their stat identity, change time included, and a chown
- * moves the change time, so every restore would then hash them whole. */
+ * moves the change time, so every restore would then hash them whole.
+ * The jailed side could write there: through a descriptor of the
+ * directory (never followed through a link), and state only as the
+ * regular file it must be, never a link to something else. Nothing to
+ * do, and no system call the snapshot role lacks, when it is ours. */
 static int give_back(const char *tmp, const char **why)
 {
-	char path[CONFIG_PATH_MAX + 64];
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	int rc = snapshot_path(tmp, SNAPSHOT_STATE, path, sizeof(path));
+	struct stat st;
+	int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
 
-	if (rc)
-		return errmsg_why(why, rc, "'%s': path too long", tmp);
-	rc = take_over(path, uid, gid, why);
-	return rc ? rc : take_over(tmp, uid, gid, why);
+	if (dfd < 0)
+		return errmsg_why(why, -errno, "cannot take over '%s': %s", tmp, strerror(errno));
+	if (fstatat(dfd, SNAPSHOT_STATE, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = errmsg_why(why, -errno, "cannot take over '%s/" SNAPSHOT_STATE "': %s", tmp,
+				strerror(errno));
+	else if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+		rc = errmsg_why(why, -EINVAL, "'%s/" SNAPSHOT_STATE "' is not a regular file of its "
+				"own: refused", tmp);
+	else if ((st.st_uid != uid || st.st_gid != gid) &&
+		 fchownat(dfd, SNAPSHOT_STATE, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = errmsg_why(why, -errno, "cannot take over '%s/" SNAPSHOT_STATE "': %s", tmp,
+				strerror(errno));
+	if (!rc && fstat(dfd, &st) < 0)
+		rc = errmsg_why(why, -errno, "cannot take over '%s': %s", tmp, strerror(errno));
+	else if (!rc && (st.st_uid != uid || st.st_gid != gid) && fchown(dfd, uid, gid) < 0)
+		rc = errmsg_why(why, -errno, "cannot take over '%s': %s", tmp, strerror(errno));
+	close(dfd);
+	return rc;
 }
 
 /* Put the finished tmp directory where dir is: a new name, or swapped
