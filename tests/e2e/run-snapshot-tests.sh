@@ -65,6 +65,19 @@ size=$(stat -c %s "$snap/memory" 2>/dev/null)
 echo "# memory file: $size bytes, $((${blocks:-0} / 2)) KiB used"
 tap "snapshot create --setup: state, sparse memory and the root's overlay written"
 
+# A full disk under --out: a 4 MiB tmpfs cannot hold the memory file.
+small=$work/small
+mkdir -p "$small" && mount -t tmpfs -o size=4m tmpfs "$small" || bail "cannot mount a tmpfs on $small"
+mf snapshot create --out "$small/snap"
+[ "$rc" -ne 0 ] || fail "snapshot create on a full disk exited 0"
+grep -q "No space left on device" "$work/err" || fail "stderr does not say the disk is full: $(tail -c 300 "$work/err")"
+[ ! -e "$small/snap" ] || fail "a snapshot was installed from a failed save"
+left=$(ls -A "$small")
+[ -z "$left" ] || fail "left on the full disk: $left"
+[ "$(df -k "$small" | awk 'NR == 2 { print $3 }')" -eq 0 ] || fail "the space was not given back: $(df -k "$small" | tail -n 1)"
+umount "$small" || fail "cannot unmount $small (something still holds it)"
+tap "snapshot create on a full disk: exit $rc, 'No space left on device', no snapshot or temporary directory left, space given back"
+
 before=$(sums)
 i=0
 while [ $i -lt 20 ]; do
