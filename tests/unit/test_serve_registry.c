@@ -180,19 +180,23 @@ Test(serve_registry, a_vms_cgroup_and_lease_without_its_jail_directory_are_remov
 	PATH(lease, "run/jail-%s-Qq1qQ1.lock", "bbbb");
 	cr_assert_eq(mknod(lease, S_IFREG | 0600, 0), 0);
 	paths = (struct registry_paths){ cgbase, { jailbase, NULL } };
-	cr_assert_eq(registry_clean_vm(&paths, "bbbb", 0), 0);
+	cr_assert_eq(registry_clean_vm(&paths, "bbbb", 0, NULL, 0), 0);
 	cr_assert_not(exists(cg), "the cgroup without a jail directory is left");
 	cr_assert_not(exists(lease), "the lease without a jail directory is left");
 	cr_assert(exists(other), "another VM's cgroup was removed");
 }
 
 /* A cgroup that does not go (here: not empty; on a host, busy while the
- * kernel tears its last VM down) is counted for the caller to retry, and
- * its lease stays so the next jail's sweep finds it meanwhile. */
-Test(serve_registry, a_cgroup_that_does_not_go_keeps_its_lease_until_it_does)
+ * kernel tears its last VM down) is named for the caller to retry, and
+ * its lease stays so the next jail's sweep finds it meanwhile. The retry
+ * takes that cgroup alone: the same sandbox's next VM (a resume) has
+ * its own, with its jail directory and lease, all left alone. */
+Test(serve_registry, a_busy_cgroup_is_retried_by_its_name_and_a_newer_vm_of_the_id_is_untouched)
 {
 	struct registry_paths paths;
 	char cg[512], inside[512], lease[512], jail[512], cgbase[512], jailbase[512];
+	char newer[512], newer_busy[512], newer_jail[512], newer_lease[512];
+	char busy[2][REGISTRY_CGROUP_NAME_MAX];
 
 	make_bases(cgbase, jailbase);
 	PATH(cg, "cg/mayfly/vm-%s-Rr2rR2", "cccc");
@@ -204,14 +208,30 @@ Test(serve_registry, a_cgroup_that_does_not_go_keeps_its_lease_until_it_does)
 	PATH(lease, "run/jail-%s-Rr2rR2.lock", "cccc");
 	cr_assert_eq(mknod(lease, S_IFREG | 0600, 0), 0);
 	paths = (struct registry_paths){ cgbase, { jailbase, NULL } };
-	cr_assert_eq(registry_clean_vm(&paths, "cccc", 0), 1, "the busy cgroup is not counted");
+	cr_assert_eq(registry_clean_vm(&paths, "cccc", 0, busy, 2), 1, "the busy cgroup is not counted");
+	cr_assert_str_eq(busy[0], "vm-cccc-Rr2rR2");
 	cr_assert(exists(cg));
 	cr_assert(exists(lease), "the lease went while its cgroup is still there");
 	cr_assert_not(exists(jail));
+	cr_assert_not(registry_retry_cgroup(&paths, busy[0]), "a busy cgroup reads as gone");
+
+	/* The sandbox resumed meanwhile: a VM of the same id, running. */
+	PATH(newer, "cg/mayfly/vm-%s-Ss3sS3", "cccc");
+	cr_assert_eq(mkdir(newer, 0700), 0);
+	PATH(newer_busy, "cg/mayfly/vm-%s-Ss3sS3/running", "cccc");
+	cr_assert_eq(mkdir(newer_busy, 0700), 0);
+	PATH(newer_jail, "run/jail-%s-Ss3sS3", "cccc");
+	cr_assert_eq(mkdir(newer_jail, 0700), 0);
+	PATH(newer_lease, "run/jail-%s-Ss3sS3.lock", "cccc");
+	cr_assert_eq(mknod(newer_lease, S_IFREG | 0600, 0), 0);
+
 	cr_assert_eq(rmdir(inside), 0);
-	cr_assert_eq(registry_clean_vm(&paths, "cccc", 0), 0);
+	cr_assert(registry_retry_cgroup(&paths, busy[0]));
 	cr_assert_not(exists(cg));
 	cr_assert_not(exists(lease), "the lease is left once its cgroup went");
+	cr_assert(exists(newer_busy), "the running VM's cgroup was touched");
+	cr_assert(exists(newer_jail), "the running VM's jail directory was removed");
+	cr_assert(exists(newer_lease), "the running VM's lease was removed");
 }
 
 Test(serve_registry, a_reused_pid_is_never_killed)

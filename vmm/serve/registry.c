@@ -4,6 +4,7 @@
 #include "vm/config.h"
 #include "lib/fs_tree.h"
 #include "jail/cgroup.h"
+#include "jail/lease.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -182,11 +183,26 @@ static void remove_jail_dirs(const char *base, const char *prefix, const char *i
 	closedir(d);
 }
 
+/* Kill what is left in the cgroup at path and remove it, waiting up to
+ * until (CLOCK_MONOTONIC ns) while it is busy. Whether it is gone. */
+static bool remove_cgroup(const char *path, uint64_t until)
+{
+	/* A VM whose pid nobody recorded (its service killed as it spawned
+	 * it) is still in its cgroup: killed there. */
+	cgroup_kill_all(path);
+	/* Empty once the VM's processes are gone; the kernel may take a while
+	 * (a VM's KVM VM torn down in an emulated host, a sanitizer's exit). */
+	while (rmdir(path) < 0 && errno == EBUSY && clock_now_ns() < until)
+		usleep(10000);
+	return access(path, F_OK) < 0;
+}
+
 /* Every cgroup of VM id (vm-<id>-XXXXXX, as the jail names it), found in
  * the cgroup tree itself: a supervisor killed, or out of time, after its
  * jail directory went but before its cgroup did leaves only the cgroup.
- * How many are still there. */
-static int remove_vm_cgroups(const char *cgroup_root, const char *id, unsigned wait_ms)
+ * How many are still there; the first nbusy names go to busy. */
+static int remove_vm_cgroups(const char *cgroup_root, const char *id, unsigned wait_ms,
+			     char (*busy)[REGISTRY_CGROUP_NAME_MAX], int nbusy)
 {
 	char dir[CONFIG_PATH_MAX], want[64], path[CONFIG_PATH_MAX];
 	uint64_t until = clock_now_ns() + wait_ms * 1000000ULL;
@@ -204,31 +220,51 @@ static int remove_vm_cgroups(const char *cgroup_root, const char *id, unsigned w
 	wl = strlen(want);
 	while ((e = readdir(d))) {
 		if (!jail_named(e->d_name, want, wl, false) ||
-		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) ||
+		    remove_cgroup(path, until))
 			continue;
-		/* A VM whose pid nobody recorded (its service killed as it
-		 * spawned it) is still in its cgroup: killed there. */
-		cgroup_kill_all(path);
-		/* Empty once the VM's processes are gone; the kernel may take a
-		 * while (a VM's KVM VM torn down in an emulated host, a
-		 * sanitizer's exit): up to wait_ms, then the caller's to retry. */
-		while (rmdir(path) < 0 && errno == EBUSY && clock_now_ns() < until)
-			usleep(10000);
-		if (access(path, F_OK) == 0)
-			left++;
+		/* jail_named matched: vm-<id>-XXXXXX, id at most API_ID_MAX. */
+		if (left < nbusy) {
+			size_t n = strlen(e->d_name);
+
+			n = n < REGISTRY_CGROUP_NAME_MAX ? n : 0;
+			memcpy(busy[left], e->d_name, n);
+			busy[left][n] = '\0';
+		}
+		left++;
 	}
 	closedir(d);
 	return left;
 }
 
-int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms)
+int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms,
+		      char (*busy)[REGISTRY_CGROUP_NAME_MAX], int nbusy)
 {
-	int left = p->cgroup_root ? remove_vm_cgroups(p->cgroup_root, id, wait_ms) : 0;
+	int left = p->cgroup_root ? remove_vm_cgroups(p->cgroup_root, id, wait_ms, busy, nbusy) : 0;
 
 	for (int i = 0; i < 2; i++)
 		if (p->jail_bases[i])
 			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id, left > 0);
 	return left;
+}
+
+bool registry_retry_cgroup(const struct registry_paths *p, const char *name)
+{
+	char path[CONFIG_PATH_MAX];
+
+	if (!p->cgroup_root || strncmp(name, "vm-", 3) || strchr(name, '/') ||
+	    snprintf(path, sizeof(path), "%s/" CGROUP_PARENT "/%s", p->cgroup_root, name) >=
+		    (int)sizeof(path))
+		return true;   /* not one of ours: nothing to retry */
+	if (!remove_cgroup(path, 0))
+		return false;
+	/* Its jail's leases, kept while it lingered: jail-ID-XXXXXX.lock. */
+	for (int i = 0; i < 2; i++)
+		if (p->jail_bases[i] &&
+		    snprintf(path, sizeof(path), "%s/%s%s" LEASE_SUFFIX, p->jail_bases[i],
+			     i ? "mayfly-jail-" : "jail-", name + 3) < (int)sizeof(path))
+			unlink(path);
+	return true;
 }
 
 /* Kill a stale VM process group and wait (it is not our child: poll).
@@ -253,9 +289,9 @@ bool registry_remove(const char *dir, const char *name, const struct registry_pa
 
 	if (!registry_read(dir, &r)) {
 		killed = kill_stale(&r);
-		registry_clean_vm(p, r.id, REGISTRY_CGROUP_WAIT_MS);
+		registry_clean_vm(p, r.id, REGISTRY_CGROUP_WAIT_MS, NULL, 0);
 	} else if (config_id_valid(name)) {
-		registry_clean_vm(p, name, REGISTRY_CGROUP_WAIT_MS);
+		registry_clean_vm(p, name, REGISTRY_CGROUP_WAIT_MS, NULL, 0);
 	}
 	if (fs_remove_tree(dir))
 		log_warn("serve: cannot remove %s left by a previous run", dir);

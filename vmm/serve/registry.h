@@ -50,11 +50,22 @@ bool registry_pid_alive(pid_t pid);
  * it for later (a VM's KVM VM torn down in an emulated host). */
 #define REGISTRY_CGROUP_WAIT_MS 5000
 
+/* A VM cgroup's name: vm-<id>-XXXXXX. */
+#define REGISTRY_CGROUP_NAME_MAX 64
+
 /* A VM's leftovers, once its process is gone: its cgroups (each waited
  * for up to wait_ms to empty), its jail directories, and their leases
  * unless a cgroup lingers (the next jail's sweep then removes it). How
- * many cgroups are still there: the caller's to retry. */
-int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms);
+ * many cgroups are still there; the first nbusy of their names go to
+ * busy, for registry_retry_cgroup (never the id again: by then a new VM
+ * of the same sandbox, a resume, may have a cgroup of its own). */
+int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned wait_ms,
+		      char (*busy)[REGISTRY_CGROUP_NAME_MAX], int nbusy);
+
+/* One more try at the busy cgroup name that registry_clean_vm gave: its
+ * processes killed, it removed, then its jail's leases. Whether it is
+ * gone. */
+bool registry_retry_cgroup(const struct registry_paths *p, const char *name);
 
 /* Remove the sandbox directory dir (named name): kill the process its
  * record names (only if its start time matches), clean its leftovers,

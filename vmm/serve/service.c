@@ -763,24 +763,30 @@ static void vm_ended(struct service *svc, struct sandbox *sb)
 
 void service_clean_vm(struct service *svc, const char *id)
 {
-	if (!registry_clean_vm(&svc->cfg.paths, id, CLEAN_FIRST_WAIT_MS))
+	char busy[4][REGISTRY_CGROUP_NAME_MAX];
+	int n = registry_clean_vm(&svc->cfg.paths, id, CLEAN_FIRST_WAIT_MS, busy, 4);
+
+	if (!n)
 		return;
 	pthread_mutex_lock(&svc->linger_lock);
-	if (svc->nlinger < SERVICE_LINGER_MAX)
-		snprintf(svc->linger[svc->nlinger++], sizeof(svc->linger[0]), "%s", id);
-	else
-		log_warn("serve: VM %s: its cgroup is still busy; the next jail's sweep removes it", id);
+	for (int i = 0; i < n; i++)
+		if (i < 4 && svc->nlinger < SERVICE_LINGER_MAX)
+			memcpy(svc->linger[svc->nlinger++], busy[i], sizeof(busy[i]));
+		else
+			log_warn("serve: VM %s: a cgroup is still busy; the next jail's sweep removes it",
+				 id);
 	pthread_mutex_unlock(&svc->linger_lock);
 }
 
-/* One more try at each busy cgroup. How many are still busy. */
+/* One more try at each busy cgroup (by its own name: a VM started since
+ * for the same sandbox has another). How many are still busy. */
 static unsigned retry_lingering(struct service *svc)
 {
 	unsigned left;
 
 	pthread_mutex_lock(&svc->linger_lock);
 	for (unsigned i = 0; i < svc->nlinger;)
-		if (registry_clean_vm(&svc->cfg.paths, svc->linger[i], 0))
+		if (!registry_retry_cgroup(&svc->cfg.paths, svc->linger[i]))
 			i++;
 		else
 			memcpy(svc->linger[i], svc->linger[--svc->nlinger], sizeof(svc->linger[0]));
@@ -972,8 +978,8 @@ void service_stop(struct service *svc, unsigned grace_ms)
 	     retry_lingering(svc) && clock_now_ns() < end;)
 		usleep(50000);
 	for (unsigned i = 0; i < svc->nlinger; i++)
-		log_warn("serve: VM %s: its cgroup is still busy after %d s; the next jail's sweep "
-			 "removes it", svc->linger[i], CLEAN_DRAIN_WAIT_MS / 1000);
+		log_warn("serve: cgroup %s is still busy after %d s; the next jail's sweep removes it",
+			 svc->linger[i], CLEAN_DRAIN_WAIT_MS / 1000);
 }
 
 void service_destroy(struct service *svc)

@@ -104,7 +104,7 @@ struct service {
 	struct gate gate;          /* audit log and approver; per call a copy names caller, sandbox */
 	pthread_t pool_threads[SERVICE_POOL_THREADS];   /* pool.c's refill threads */
 	pthread_mutex_t linger_lock;
-	char linger[SERVICE_LINGER_MAX][API_ID_MAX + 1];   /* VMs whose cgroup is still busy */
+	char linger[SERVICE_LINGER_MAX][REGISTRY_CGROUP_NAME_MAX];   /* VM cgroups still busy */
 	unsigned nlinger;
 	unsigned npool;
 	uint64_t next_exec;
