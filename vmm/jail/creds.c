@@ -109,6 +109,21 @@ int creds_restrict_self(const char **what)
 	return 0;
 }
 
+/* Every capability the kernel knows leaves the bounding set, but
+ * keep[0..nkeep). 0, or -1 with errno. */
+static int bounding_keep_only(const int *keep, int nkeep)
+{
+	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+		bool kept = false;
+
+		for (int i = 0; i < nkeep; i++)
+			kept |= keep[i] == cap;
+		if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int creds_drop(uid_t uid, gid_t gid, const char **what)
 {
 	/* A user namespace's setgroups is "deny": its groups cannot be
@@ -116,9 +131,8 @@ int creds_drop(uid_t uid, gid_t gid, const char **what)
 	if (setgroups(0, NULL) < 0 && errno != EPERM)
 		return fail(what, "setgroups");
 	/* The bounding set first: dropping it needs CAP_SETPCAP, gone below. */
-	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			return fail(what, "dropping the bounding capabilities");
+	if (bounding_keep_only(NULL, 0) < 0)
+		return fail(what, "dropping the bounding capabilities");
 	if (setresgid(gid, gid, gid) < 0)
 		return fail(what, "setresgid");
 	if (setresuid(uid, uid, uid) < 0)
@@ -145,14 +159,8 @@ int creds_keep_only(const int *keep, int nkeep, const char **what)
 		data[keep[i] / 32].effective |= 1u << (keep[i] % 32);
 	}
 	/* The bounding set first: dropping it needs CAP_SETPCAP, gone below. */
-	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
-		bool kept = false;
-
-		for (int i = 0; i < nkeep; i++)
-			kept |= keep[i] == cap;
-		if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			return fail(what, "dropping the bounding capabilities");
-	}
+	if (bounding_keep_only(keep, nkeep) < 0)
+		return fail(what, "dropping the bounding capabilities");
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return fail(what, "clearing the ambient capabilities");
 	if (syscall(SYS_capset, &hdr, data) < 0)

@@ -142,6 +142,9 @@ bool registry_pid_alive(pid_t pid)
 	return f && *f != 'Z' && *f != 'X';
 }
 
+/* The jail's names under registry_paths.jail_bases[i]: as root, unprivileged. */
+static const char *const jail_prefix[2] = { "jail-", "mayfly-jail-" };
+
 /* In base, entries named prefix + "<id>-" + 6 characters (each jail's
  * mkdtemp suffix) and, when lock, + ".lock" after them. */
 static bool jail_named(const char *name, const char *want, size_t wl, bool lock)
@@ -244,7 +247,7 @@ int registry_clean_vm(const struct registry_paths *p, const char *id, unsigned w
 
 	for (int i = 0; i < 2; i++)
 		if (p->jail_bases[i])
-			remove_jail_dirs(p->jail_bases[i], i ? "mayfly-jail-" : "jail-", id, left > 0);
+			remove_jail_dirs(p->jail_bases[i], jail_prefix[i], id, left > 0);
 	return left;
 }
 
@@ -262,7 +265,7 @@ bool registry_retry_cgroup(const struct registry_paths *p, const char *name)
 	for (int i = 0; i < 2; i++)
 		if (p->jail_bases[i] &&
 		    snprintf(path, sizeof(path), "%s/%s%s" LEASE_SUFFIX, p->jail_bases[i],
-			     i ? "mayfly-jail-" : "jail-", name + 3) < (int)sizeof(path))
+			     jail_prefix[i], name + 3) < (int)sizeof(path))
 			unlink(path);
 	return true;
 }

@@ -764,13 +764,14 @@ static void vm_ended(struct service *svc, struct sandbox *sb)
 void service_clean_vm(struct service *svc, const char *id)
 {
 	char busy[4][REGISTRY_CGROUP_NAME_MAX];
-	int n = registry_clean_vm(&svc->cfg.paths, id, CLEAN_FIRST_WAIT_MS, busy, 4);
+	int nbusy = (int)(sizeof(busy) / sizeof(busy[0]));
+	int n = registry_clean_vm(&svc->cfg.paths, id, CLEAN_FIRST_WAIT_MS, busy, nbusy);
 
 	if (!n)
 		return;
 	pthread_mutex_lock(&svc->linger_lock);
 	for (int i = 0; i < n; i++)
-		if (i < 4 && svc->nlinger < SERVICE_LINGER_MAX)
+		if (i < nbusy && svc->nlinger < SERVICE_LINGER_MAX)
 			memcpy(svc->linger[svc->nlinger++], busy[i], sizeof(busy[i]));
 		else
 			log_warn("serve: VM %s: a cgroup is still busy; the next jail's sweep removes it",
