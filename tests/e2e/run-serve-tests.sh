@@ -614,7 +614,16 @@ for f in "$state/sb/$sb"/paused*; do
 	[ -e "$f" ] && fail "a partial snapshot is left: $f"
 done
 [ "$(free_kib)" -ge "$before" ] || fail "the failed pause kept space: $(free_kib) KiB free, $before before"
-tap "a full state disk: pause is 500 (No space left on device), the sandbox runs on, no partial snapshot, space given back"
+# A file goes between the client and the guest, never through the state.
+dd if=/dev/urandom of="$work/mib" bs=1M count=1 2>/dev/null
+req PUT "/sandboxes/$sb/files?path=/root/mib" -f "$work/mib" -c application/octet-stream
+want 204
+req GET "/sandboxes/$sb/files?path=/root/mib"
+want 200
+cmp -s "$work/body" "$work/mib" || fail "the file got back differs from the one put"
+grep -q "^{\"id\":\"$sb\",\"state\":\"running\",.*}\$" "$state/sb/$sb/record.json" ||
+	fail "the sandbox's record is damaged: $(head -c 200 "$state/sb/$sb/record.json")"
+tap "a full state disk: pause is 500 (No space left on device), the sandbox runs on, no partial snapshot, space given back; a file PUT and GET work, the record intact"
 
 req POST "/sandboxes/$sb/fork" -d '{"count":2}'
 want 500
@@ -630,6 +639,34 @@ req POST "/sandboxes/$sb/exec" -d '{"argv":["echo","resumed"]}'
 want 200
 has "$work/body" '{"event":"stdout","data":"resumed\n"}'
 tap "a full state disk: fork is 500, no child and no snapshot left; with room again, pause and resume work"
+
+# A sandbox's own disk full: its copy-on-write overlay (disk_quota 16 MiB)
+# holds its quota, so the guest's writes fail with I/O errors; the service
+# asks the VM why.
+req POST /sandboxes -d '{"disk_quota":16777216}'
+want 201
+q=$(id_of)
+printf 'old contents\n' >"$work/old"
+req PUT "/sandboxes/$q/files?path=/root/keep.txt" -f "$work/old" -c application/octet-stream
+want 204
+req POST "/sandboxes/$q/exec" -d '{"argv":["sh","-c","dd if=/dev/zero of=/root/fill bs=1M count=64 conv=fsync 2>/dev/null; echo dd=$?"]}'
+want 200
+has "$work/body" 'dd=1'
+req PUT "/sandboxes/$q/files?path=/root/keep.txt" -f "$work/mib" -c application/octet-stream
+want 507
+has "$work/body" '"code":"no_space"'
+has "$work/body" "disk quota is used up"
+req GET "/sandboxes/$q/files?path=/root/keep.txt"
+want 200
+cmp -s "$work/body" "$work/old" || fail "the failed PUT changed the file: $(head -c 100 "$work/body")"
+req PUT "/sandboxes/$q/files?path=/tmp/mib" -f "$work/mib" -c application/octet-stream
+want 204
+req POST "/sandboxes/$q/exec" -d '{"argv":["echo","still-here"]}'
+want 200
+has "$work/body" '{"event":"stdout","data":"still-here\n"}'
+req DELETE "/sandboxes/$q"
+want 204
+tap "a sandbox's own disk full (disk_quota 16 MiB): a PUT is 507 no_space saying why, the old file kept, the sandbox runs on (its tmpfs takes the file)"
 
 kill -TERM "$spid"
 wait "$spid"

@@ -16,6 +16,9 @@
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"
 #include "dir_count.h"
+#include "disk/disk.h"
+#include "virtio/blk.h"
+#include "vm/vm.h"
 
 static void encode_req(uint32_t op, const char *dir, uint8_t *buf)
 {
@@ -67,7 +70,7 @@ Test(ctl_msg, request_refusals)
 	memcpy(bad, buf, sizeof(bad));
 	bad[0] ^= 1;
 	cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
-	for (uint32_t op = 0; op <= CTL_OP_DISK_INSERT + 1; op += CTL_OP_DISK_INSERT + 1) {   /* unknown ops */
+	for (uint32_t op = 0; op <= CTL_OP_MAX + 1; op += CTL_OP_MAX + 1) {   /* unknown ops */
 		memcpy(bad, buf, sizeof(bad));
 		bad[8] = (uint8_t)op;
 		cr_assert_eq(ctl_request_decode(&r, bad, sizeof(bad), CTL_NFDS, &why), -EBADMSG);
@@ -136,7 +139,10 @@ Test(ctl_msg, reply_round_trip_and_refusals)
 	bad[8] = CTL_ST_MAX + 1;
 	cr_assert_eq(ctl_reply_decode(&back, bad, sizeof(bad), &why), -EBADMSG);
 	memcpy(bad, buf, sizeof(bad));
-	bad[12] = 2;
+	bad[12] = CTL_FLAG_DISK_FULL;
+	cr_assert_eq(ctl_reply_decode(&back, bad, sizeof(bad), &why), 0, "%s", why);
+	cr_assert_eq(back.flags, CTL_FLAG_DISK_FULL);
+	bad[12] = 4;
 	cr_assert_eq(ctl_reply_decode(&back, bad, sizeof(bad), &why), -EBADMSG);
 	memcpy(bad, buf, sizeof(bad));
 	bad[56] = CTL_TEXT_MAX + 1;
@@ -210,7 +216,7 @@ struct served {
 	struct ctl_server s;
 };
 
-static void serve_start(struct served *t)
+static void serve_start_vm(struct served *t, struct vm *vm)
 {
 	struct vm_config cfg;
 
@@ -223,8 +229,13 @@ static void serve_start(struct served *t)
 	cr_assert_eq(CONFIG_SET_PATH(cfg.kernel, "/proc/self/exe"), 0);
 	cr_assert_eq(ctl_server_open(&t->s, &cfg, NULL), 0);
 	config_free(&cfg);
-	/* Bad requests are answered before the VM is looked at: none here. */
-	cr_assert_eq(ctl_server_start(&t->s, NULL), 0);
+	cr_assert_eq(ctl_server_start(&t->s, vm), 0);
+}
+
+/* Bad requests are answered before the VM is looked at: none here. */
+static void serve_start(struct served *t)
+{
+	serve_start_vm(t, NULL);
 }
 
 static int dial(const struct served *t)
@@ -332,6 +343,47 @@ Test(ctl_server, ready_after_the_agent_and_failed_when_the_vm_ends)
 	longer[sizeof(longer) - 1] = '\0';
 	cr_assert_eq(ctl_client_ready(longer, soon, -1, &why), -ENAMETOOLONG);
 	ctl_server_stop(&t.s);
+	cr_assert_eq(rmdir(t.dir), 0);
+}
+
+/* DISK_USAGE: what the VM's copy-on-write disks hold, and whether one
+ * holds its quota (why a guest's write failed, for the service). */
+Test(ctl_server, disk_usage_says_when_the_quota_is_used_up)
+{
+	uint64_t soon = clock_now_ns() + 5000000000ULL, used = 1;
+	struct virtio_blk blk = { 0 };
+	struct vm vm = { .blks = &blk, .nr_blks = 1 };
+	uint8_t block[4096] = { 1 };
+	struct iovec iov = { block, sizeof(block) };
+	char image[] = "/tmp/mayfly-ctl-disk-XXXXXX";
+	const char *why = "";
+	struct served t;
+	bool full = true;
+	int fd = mkstemp(image);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4 * 4096), 0);
+	close(fd);
+	cr_assert_eq(disk_open_cow(&blk.disk, image, &why), 0, "%s", why);
+	cr_assert_eq(disk_cow_set_quota(&blk.disk, 2 * 4096), 0);
+	serve_start_vm(&t, &vm);
+	cr_assert_eq(ctl_client_disk_usage(t.vsock, soon, -1, &full, &used, &why), 0, "%s", why);
+	cr_assert_not(full);
+	cr_assert_eq(used, 0);
+	cr_assert_eq(blk.disk.ops->writev(&blk.disk, &iov, 1, 0), 0);
+	cr_assert_eq(ctl_client_disk_usage(t.vsock, soon, -1, &full, &used, &why), 0, "%s", why);
+	cr_assert_not(full, "one block of two");
+	cr_assert_eq(used, 4096);
+	cr_assert_eq(blk.disk.ops->writev(&blk.disk, &iov, 1, 3 * 4096), 0);
+	cr_assert_eq(blk.disk.ops->writev(&blk.disk, &iov, 1, 2 * 4096), -ENOSPC);
+	cr_assert_eq(ctl_client_disk_usage(t.vsock, soon, -1, &full, &used, &why), 0, "%s", why);
+	cr_assert(full, "the quota is used up");
+	cr_assert_eq(used, 2 * 4096);
+	ctl_server_stop(&t.s);
+	cr_assert_neq(ctl_client_disk_usage(t.vsock, soon, -1, &full, &used, &why), 0, "no VM");
+	cr_assert_not(full);
+	disk_close(&blk.disk);
+	unlink(image);
 	cr_assert_eq(rmdir(t.dir), 0);
 }
 

@@ -612,7 +612,9 @@ Test(disk, cow_quota_refuses_new_blocks_only)
 	memset(buf, 0xab, sizeof(buf));
 	cr_assert_eq(disk_open_cow(&d, make_image(0, 64 * 1024), &why), 0, "%s", why);
 	cr_assert_eq(disk_cow_set_quota(&d, 4096), 0);
+	cr_assert_not(disk_cow_full(&d));
 	cr_assert_eq(write_one(&d, buf, 100, 4096 + 10), 0, "the first block is within the quota");
+	cr_assert(disk_cow_full(&d), "its one block held: the next new one fails");
 	cr_assert_eq(write_one(&d, buf, 100, 0), -ENOSPC);
 	cr_assert_eq(write_one(&d, buf, 4096, 4096), 0, "its own block again");
 	/* A write spanning the held block and a new one: the held part lands. */
@@ -624,6 +626,7 @@ Test(disk, cow_quota_refuses_new_blocks_only)
 	cr_assert_eq(disk_open_raw(&raw, make_image(1, 4096), false, &why), 0, "%s", why);
 	cr_assert_eq(disk_cow_set_quota(&raw, 4096), -EINVAL);
 	cr_assert_eq(disk_cow_used(&raw), 0);
+	cr_assert_not(disk_cow_full(&raw), "a raw disk has no quota");
 	disk_close(&raw);
 }
 

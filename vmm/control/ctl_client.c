@@ -302,14 +302,14 @@ int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, con
 	return ctl_client_call(vsock, CTL_OP_READY, deadline_ns, cancel_fd, why);
 }
 
-/* One request, with fd (>= 0) alongside, answered as ctl_client_ready is. */
+/* One request, with fd (>= 0) alongside, answered as ctl_client_ready is;
+ * the reply in *r. */
 static int request(const char *vsock, const struct ctl_request *req, int fd, uint64_t deadline_ns,
-		   int cancel_fd, const char **why)
+		   int cancel_fd, struct ctl_reply *r, const char **why)
 {
 	static _Thread_local char msg[CTL_TEXT_MAX + 64];
 	uint8_t out[CTL_REQUEST_LEN], in[CTL_REPLY_LEN];
 	uint64_t now = clock_now_ns();
-	struct ctl_reply r;
 	struct sockaddr_un a;
 	char path[128];
 	int sock, n, nfds, fds[1];
@@ -326,10 +326,10 @@ static int request(const char *vsock, const struct ctl_request *req, int fd, uin
 		n = ctl_recv(sock, in, sizeof(in), fds, 0, &nfds,
 			     now < deadline_ns ? (int)((deadline_ns - now) / 1000000) : 0, cancel_fd);
 	close(sock);
-	if (n > 0 && ctl_reply_decode(&r, in, (size_t)n, why) == 0) {
-		if (r.status == CTL_ST_OK)
+	if (n > 0 && ctl_reply_decode(r, in, (size_t)n, why) == 0) {
+		if (r->status == CTL_ST_OK)
 			return 0;
-		snprintf(msg, sizeof(msg), "%s", r.text);
+		snprintf(msg, sizeof(msg), "%s", r->text);
 		*why = msg;
 		return -EIO;
 	}
@@ -345,17 +345,31 @@ int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int
 		    const char **why)
 {
 	struct ctl_request req = { .op = op };
+	struct ctl_reply r;
 
-	return request(vsock, &req, -1, deadline_ns, cancel_fd, why);
+	return request(vsock, &req, -1, deadline_ns, cancel_fd, &r, why);
+}
+
+int ctl_client_disk_usage(const char *vsock, uint64_t deadline_ns, int cancel_fd, bool *full,
+			  uint64_t *used, const char **why)
+{
+	struct ctl_request req = { .op = CTL_OP_DISK_USAGE };
+	struct ctl_reply r;
+	int rc = request(vsock, &req, -1, deadline_ns, cancel_fd, &r, why);
+
+	*full = !rc && (r.flags & CTL_FLAG_DISK_FULL);
+	*used = rc ? 0 : r.overlay_bytes;
+	return rc;
 }
 
 int ctl_client_disk_insert(const char *vsock, unsigned slot, int fd, const char *id,
 			   uint64_t deadline_ns, int cancel_fd, const char **why)
 {
 	struct ctl_request req = { .op = CTL_OP_DISK_INSERT, .slot = slot };
+	struct ctl_reply r;
 
 	if (strlen(id) > CTL_DISK_ID_MAX)
 		return errmsg_why(why, -EINVAL, "a disk id longer than %d bytes", CTL_DISK_ID_MAX);
 	snprintf(req.dir, sizeof(req.dir), "%s", id);
-	return request(vsock, &req, fd, deadline_ns, cancel_fd, why);
+	return request(vsock, &req, fd, deadline_ns, cancel_fd, &r, why);
 }

@@ -28,6 +28,12 @@ int ctl_client_ready(const char *vsock, uint64_t deadline_ns, int cancel_fd, con
 int ctl_client_call(const char *vsock, enum ctl_op op, uint64_t deadline_ns, int cancel_fd,
 		    const char **why);
 
+/* DISK_USAGE: whether one of the VM's copy-on-write disks holds its whole
+ * --disk-quota (*full: the guest's writes to new blocks fail) and the
+ * bytes their overlays hold (*used), answered as ctl_client_ready is. */
+int ctl_client_disk_usage(const char *vsock, uint64_t deadline_ns, int cancel_fd, bool *full,
+			  uint64_t *used, const char **why);
+
 /* DISK_INSERT: the image open at fd (read access; the caller keeps its
  * descriptor) into the VM's spare disk slot `slot` with serial `id` (""
  * the image's own; at most CTL_DISK_ID_MAX bytes), answered as

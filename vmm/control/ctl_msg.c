@@ -81,7 +81,7 @@ int ctl_request_decode(struct ctl_request *r, const uint8_t *buf, size_t len, in
 	if (len != CTL_REQUEST_LEN || memcmp(buf, CTL_MAGIC, CTL_MAGIC_LEN))
 		return errmsg_why(why, -EBADMSG, "not a mayfly control request");
 	r->op = get32(buf + 8);
-	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_DISK_INSERT)
+	if (r->op < CTL_OP_PAUSE || r->op > CTL_OP_MAX)
 		return errmsg_why(why, -EBADMSG, "unknown control operation %u", r->op);
 	saves = r->op == CTL_OP_PAUSE || r->op == CTL_OP_FORK;
 	insert = r->op == CTL_OP_DISK_INSERT;
@@ -125,7 +125,7 @@ int ctl_reply_decode(struct ctl_reply *r, const uint8_t *buf, size_t len, const 
 		return errmsg_why(why, -EBADMSG, "not a mayfly control reply");
 	r->status = get32(buf + 8);
 	r->flags = get32(buf + 12);
-	if (r->status > CTL_ST_MAX || (r->flags & ~CTL_FLAG_OVERLAY))
+	if (r->status > CTL_ST_MAX || (r->flags & ~(CTL_FLAG_OVERLAY | CTL_FLAG_DISK_FULL)))
 		return errmsg_why(why, -EBADMSG, "a control reply with status %u, flags 0x%x",
 				r->status, r->flags);
 	for (int i = 0; i < 5; i++)

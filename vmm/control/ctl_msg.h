@@ -26,6 +26,9 @@ enum ctl_op {
 	CTL_OP_STOP = 8,    /* end the VM now, exit 0 (its owner is done with it): OK */
 	CTL_OP_DISK_INSERT = 9,   /* the one descriptor's image into spare slot `slot`,
 				   * serial `dir` ("": the image's own): OK, else REFUSED */
+	CTL_OP_DISK_USAGE = 10,   /* OK: overlay_bytes what the disks' overlays hold,
+				   * CTL_FLAG_DISK_FULL when one holds its --disk-quota */
+	CTL_OP_MAX = CTL_OP_DISK_USAGE,
 };
 
 enum ctl_status {
@@ -38,6 +41,7 @@ enum ctl_status {
 };
 
 #define CTL_FLAG_OVERLAY 1u   /* reply: disk-vda was written (else it stays empty) */
+#define CTL_FLAG_DISK_FULL 2u /* DISK_USAGE's reply: the guest's writes to new blocks fail */
 
 /* mayfly pause / fork exit codes (docs/exit-codes.md). */
 enum ctl_exit {

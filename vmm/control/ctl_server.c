@@ -393,6 +393,16 @@ static void insert_disk(struct ctl_server *s, int fd, const struct ctl_request *
 		reply(fd, &r, CTL_ST_OK, "inserted");
 }
 
+/* DISK_USAGE: why a guest's write failed, asked by the VM's owner. */
+static void disk_usage(struct ctl_server *s, int fd)
+{
+	struct ctl_reply r = { 0 };
+	bool full = vm_devices_disk_full(s->vm, &r.overlay_bytes);
+
+	r.flags = full ? CTL_FLAG_DISK_FULL : 0;
+	reply(fd, &r, CTL_ST_OK, full ? "a disk holds its quota" : "room left");
+}
+
 /* One client: one request. True when the VM ends. */
 static bool serve(struct ctl_server *s, int fd)
 {
@@ -422,6 +432,10 @@ static bool serve(struct ctl_server *s, int fd)
 	}
 	if (!bad && req.op == CTL_OP_DISK_INSERT) {
 		insert_disk(s, fd, &req, got[0]);
+		return false;
+	}
+	if (!bad && req.op == CTL_OP_DISK_USAGE) {
+		disk_usage(s, fd);
 		return false;
 	}
 	if (!bad && req.op == CTL_OP_STOP) {

@@ -23,7 +23,7 @@ struct cow {
 	size_t overlay_len;
 	size_t dirty_len;
 	uint64_t nr_blocks;
-	uint64_t used_blocks;   /* dirty bits set */
+	uint64_t used_blocks;   /* dirty bits set; written by the I/O thread only */
 	uint64_t quota_blocks;  /* at most this many: host RAM the guest may take */
 };
 
@@ -131,7 +131,8 @@ static int cow_writev(struct disk *disk, const struct iovec *iov, int iovcnt, ui
 					if (ret)
 						return ret;
 				}
-				c->used_blocks++;
+				/* Read by the control thread (disk_cow_full). */
+				__atomic_store_n(&c->used_blocks, c->used_blocks + 1, __ATOMIC_RELAXED);
 			}
 			memcpy(c->overlay + pos, p, n);
 			cow_set_dirty(c, blk);
@@ -289,7 +290,14 @@ uint64_t disk_cow_used(const struct disk *disk)
 {
 	const struct cow *c = disk->priv;
 
-	return disk_is_cow(disk) ? c->used_blocks * COW_BLOCK : 0;
+	return disk_is_cow(disk) ? __atomic_load_n(&c->used_blocks, __ATOMIC_RELAXED) * COW_BLOCK : 0;
+}
+
+bool disk_cow_full(const struct disk *disk)
+{
+	const struct cow *c = disk->priv;
+
+	return disk_is_cow(disk) && __atomic_load_n(&c->used_blocks, __ATOMIC_RELAXED) >= c->quota_blocks;
 }
 
 /* ---- snapshot ---- */

@@ -64,8 +64,15 @@ static inline bool disk_is_open(const struct disk *disk)
  * another kind of disk. */
 int disk_cow_set_quota(struct disk *disk, uint64_t bytes);
 
-/* Bytes the overlay holds (its blocks), 0 for another kind of disk. */
+/* Bytes the overlay holds (its blocks), 0 for another kind of disk. Safe
+ * from another thread than the one writing. */
 uint64_t disk_cow_used(const struct disk *disk);
+
+/* Whether the overlay holds its quota: a write to a block it does not hold
+ * fails (the guest's I/O error). The overlay never shrinks: a guest that
+ * deletes files gets no blocks back. False for another kind of disk; safe
+ * from another thread than the one writing. */
+bool disk_cow_full(const struct disk *disk);
 
 /* Release the backend and close the file. Safe on a zeroed struct disk. */
 void disk_close(struct disk *disk);

@@ -4,6 +4,7 @@
 #include "agent_client/events.h"
 #include "agent_client/session.h"
 #include "agent_client/transfer.h"
+#include "control/ctl_client.h"
 #include "launch/vm_agent.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -70,6 +71,7 @@ static void agent_failed(struct call_result *r, int rc, const char *what, const 
 	case EEXIST: case ENOTEMPTY: case EISDIR: case ENOTDIR: case EBUSY:
 		status = 409; code = "conflict"; break;
 	case EFBIG: status = 413; code = "too_large"; break;
+	case ENOSPC: case EDQUOT: status = 507; code = "no_space"; break;
 	case EINVAL: case ENAMETOOLONG: case ELOOP: status = 400; code = "bad_request"; break;
 	case ETIMEDOUT: status = 504; code = "timeout"; break;
 	case ECANCELED: status = 503; code = "shutting_down"; break;
@@ -396,12 +398,30 @@ static int file_call_begin(struct file_call *fc, struct service *svc, struct san
 	return -EIO;
 }
 
+/* A write the guest's disk failed with an I/O error: when its overlay
+ * holds its whole quota (asked of the VM), that is why, said so. */
+static int disk_full_why(struct file_call *fc, int rc)
+{
+	const char *why = "";
+	uint64_t used;
+	bool full;
+
+	if (rc != -EIO ||
+	    ctl_client_disk_usage(fc->sb->vsock, clock_now_ns() + 5 * NS_PER_S, fc->svc->stop_fd,
+				  &full, &used, &why) || !full)
+		return rc;
+	snprintf(fc->why, sizeof(fc->why), "no space left on the sandbox's disk: its disk quota "
+		 "is used up (%llu MiB of it written; deleting files gives none back)",
+		 (unsigned long long)(used >> 20));
+	return -ENOSPC;
+}
+
 /* The call ended with rc (0, or -errno with fc->why): r set, the agent
  * closed, the call recorded. */
 static void file_call_end(struct file_call *fc, int rc, struct call_result *r)
 {
 	if (rc)
-		agent_failed(r, rc, fc->path, fc->why);
+		agent_failed(r, disk_full_why(fc, rc), fc->path, fc->why);
 	else
 		result(r, 200, NULL, "%s", "");
 	agent_client_close(fc->c);

@@ -193,6 +193,21 @@ int vm_devices_insert_disk(struct vm *vm, unsigned slot, int fd, const char *id,
 	return 0;
 }
 
+bool vm_devices_disk_full(struct vm *vm, uint64_t *used)
+{
+	bool full = false;
+
+	*used = 0;
+	for (unsigned i = 0; i < vm->nr_blks; i++) {
+		/* Spare slots are filled by the control thread, this one. */
+		if (!disk_is_open(&vm->blks[i].disk))
+			continue;
+		*used += disk_cow_used(&vm->blks[i].disk);
+		full |= disk_cow_full(&vm->blks[i].disk);
+	}
+	return full;
+}
+
 int vm_devices_wait_idle(struct vm *vm, int timeout_ms, const char **why)
 {
 	for (int waited = 0; vm->vsock && !virtio_vsock_quiet(vm->vsock); waited += 5) {

@@ -2,6 +2,7 @@
 #ifndef MAYFLY_VM_DEVICES_H
 #define MAYFLY_VM_DEVICES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct vm;
@@ -40,6 +41,11 @@ int vm_devices_open_cow(const struct snapshot *s, struct disk *disk, const char 
  * is filled; a disk_open_cow error for the image. */
 int vm_devices_insert_disk(struct vm *vm, unsigned slot, int fd, const char *id,
 			   const char **why);
+
+/* Whether a copy-on-write disk of the VM holds its whole --disk-quota
+ * (the guest's writes to new blocks fail), and the bytes its disks'
+ * overlays hold in all. Any thread while the VM runs. */
+bool vm_devices_disk_full(struct vm *vm, uint64_t *used);
 
 /* Wait up to timeout_ms until the vsock device holds no connection (the
  * agent closed them after QUIESCE). 0, or -EBUSY with *why. */
