@@ -213,6 +213,7 @@ void xfers_sweep(struct conn *c);
 int stat_request(struct conn *c, const struct proto_frame *f);
 int mkdir_request(struct conn *c, const struct proto_frame *f);
 int remove_request(struct conn *c, const struct proto_frame *f);
+int rename_request(struct conn *c, const struct proto_frame *f);
 
 /* freshen.c: QUIESCE (sync, then every connection closes) and FRESHEN
  * (the host's wall clock and seed, after a restore). */

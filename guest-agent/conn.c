@@ -234,7 +234,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_NET + 1] = {
+static const req_fn handlers[PROTO_RENAME + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -253,6 +253,7 @@ static const req_fn handlers[PROTO_NET + 1] = {
 	[PROTO_QUIESCE] = quiesce_request,
 	[PROTO_FRESHEN] = freshen_request,
 	[PROTO_NET] = net_request,
+	[PROTO_RENAME] = rename_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -178,6 +179,24 @@ int remove_request(struct conn *c, const struct proto_frame *f)
 	rc = remove_path(path, recursive != 0);
 	if (rc < 0)
 		conn_send_error(c, f->id, -rc, "remove %s: %s", path, strerror(-rc));
+	else
+		conn_send_empty(c, PROTO_OK, f->id);
+	return 0;
+}
+
+int rename_request(struct conn *c, const struct proto_frame *f)
+{
+	char from[PROTO_MAX_PATH], to[PROTO_MAX_PATH];
+	struct proto_reader r;
+
+	proto_reader_init(&r, f);
+	if (!proto_get_str(&r, from, sizeof(from)) || !proto_get_str(&r, to, sizeof(to)) ||
+	    !proto_done(&r))
+		return -EPROTO;
+	/* rename(2) itself: a symbolic link is moved, never followed; an
+	 * existing target is replaced as rename replaces it. */
+	if (rename(from, to) < 0)
+		conn_send_error(c, f->id, errno, "rename %s to %s: %s", from, to, strerror(errno));
 	else
 		conn_send_empty(c, PROTO_OK, f->id);
 	return 0;

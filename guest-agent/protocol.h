@@ -56,6 +56,7 @@ enum proto_type {
 	PROTO_NET = 18,         /* {u32 proxy_port, u32 host_port} -> OK: serve the HTTP proxy
 	                         * on 127.0.0.1:proxy_port, each client relayed to vsock
 	                         * CID 2 host_port; later EXECs get the proxy environment */
+	PROTO_RENAME = 19,      /* {str from, str to} -> OK or ERROR: rename(2) */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */

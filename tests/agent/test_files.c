@@ -347,3 +347,56 @@ Test(files, remove_plain_and_recursive_without_following_symlinks)
 	send_path_u32s(PROTO_REMOVE, 10, at("outside"), 1, 0, false);
 	client_expect_error(&c, 10, ENOENT);
 }
+
+static void send_rename(uint32_t id, const char *from, const char *to)
+{
+	struct proto_writer *w = client_begin(PROTO_RENAME, id);
+	char f[PROTO_MAX_PATH];
+
+	snprintf(f, sizeof(f), "%s", from);   /* at() reuses one buffer */
+	proto_put_str(w, f);
+	proto_put_str(w, to);
+	client_send(&c, w);
+}
+
+/* RENAME: rename(2) itself; a symlink is moved, never followed; errors as
+ * they are. */
+Test(files, rename_moves_replaces_and_never_follows)
+{
+	char from[PROTO_MAX_PATH], buf[16];
+	struct stat st;
+	int fd;
+
+	write_file(1, at("a"), 0644, PROTO_WRITE_CREATE, (const uint8_t *)"alpha", 5);
+	snprintf(from, sizeof(from), "%s", at("a"));
+	send_rename(2, from, at("b"));
+	client_expect(&c, PROTO_OK, 2);
+	cr_assert_neq(lstat(at("a"), &st), 0);
+	fd = open(at("b"), O_RDONLY);
+	cr_assert_eq(read(fd, buf, sizeof(buf)), 5);
+	close(fd);
+	/* Over an existing file: replaced. */
+	write_file(3, at("c"), 0644, PROTO_WRITE_CREATE, (const uint8_t *)"old", 3);
+	snprintf(from, sizeof(from), "%s", at("b"));
+	send_rename(4, from, at("c"));
+	client_expect(&c, PROTO_OK, 4);
+	cr_assert_eq(stat(at("c"), &st), 0);
+	cr_assert_eq(st.st_size, 5);
+	/* A symlink moves as itself. */
+	cr_assert_eq(symlink("c", at("l")), 0);
+	snprintf(from, sizeof(from), "%s", at("l"));
+	send_rename(5, from, at("m"));
+	client_expect(&c, PROTO_OK, 5);
+	cr_assert_eq(lstat(at("m"), &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	cr_assert_eq(stat(at("c"), &st), 0, "the target stays");
+	/* A missing source; a directory into a file. */
+	snprintf(from, sizeof(from), "%s", at("nope"));
+	send_rename(6, from, at("x"));
+	client_expect_error(&c, 6, ENOENT);
+	send_path_u32s(PROTO_MKDIR, 7, at("dir"), 0755, 0, true);
+	client_expect(&c, PROTO_OK, 7);
+	snprintf(from, sizeof(from), "%s", at("dir"));
+	send_rename(8, from, at("c"));
+	client_expect_error(&c, 8, ENOTDIR);
+}

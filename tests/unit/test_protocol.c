@@ -645,7 +645,8 @@ Test(protocol, type_names)
 	cr_assert_str_eq(proto_type_name(0), "unknown");
 	cr_assert_str_eq(proto_type_name(PROTO_FRESHEN), "FRESHEN");
 	cr_assert_str_eq(proto_type_name(PROTO_NET), "NET");
-	cr_assert_str_eq(proto_type_name(19), "unknown");
+	cr_assert_str_eq(proto_type_name(PROTO_RENAME), "RENAME");
+	cr_assert_str_eq(proto_type_name(20), "unknown");
 	cr_assert_str_eq(proto_type_name(255), "unknown");
 }
 

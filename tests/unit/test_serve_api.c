@@ -113,6 +113,31 @@ Test(serve_api, bad_create_bodies_are_refused_naming_the_member)
 	refused_create("{\"env\":{\"A=B\":\"1\"}}", "\"env\"");
 	refused_create("{\"env\":{\"A\":1}}", "\"env\"");
 	refused_create("{\"ttl\":1,\"ttl\":2}", "malformed JSON");
+	refused_create("{\"metadata\":[\"a\"]}", "\"metadata\"");
+	refused_create("{\"metadata\":{\"a\":1}}", "\"metadata\"");
+	refused_create("{\"metadata\":{\"\":\"x\"}}", "\"metadata\"");
+}
+
+/* metadata: a client's labels (E2B's), strings only, bounded. */
+Test(serve_api, create_takes_metadata_within_bounds)
+{
+	char body[8192], err[200];
+	struct api_create c;
+	int n;
+
+	snprintf(body, sizeof(body), "{\"metadata\":{\"team\":\"x\",\"run\":\"7\"}}");
+	cr_assert_eq(api_parse_create(body, strlen(body), &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(json_string_value(json_object_get(c.metadata, "team")), "x");
+	api_create_free(&c);
+	n = snprintf(body, sizeof(body), "{\"metadata\":{");
+	for (int i = 0; i <= API_MAX_METADATA; i++)
+		n += snprintf(body + n, sizeof(body) - (size_t)n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+	snprintf(body + n, sizeof(body) - (size_t)n, "}}");
+	refused_create(body, "at most 64");
+	snprintf(body, sizeof(body), "{\"metadata\":{\"%0*d\":\"v\"}}", API_MAX_META_KEY + 1, 0);
+	refused_create(body, "\"metadata\"");
+	snprintf(body, sizeof(body), "{\"metadata\":{\"k\":\"%0*d\"}}", API_MAX_META_VALUE + 1, 0);
+	refused_create(body, "\"metadata\"");
 }
 
 /* allow_net and resolve: run's --allow-net and --resolve strings, kept as

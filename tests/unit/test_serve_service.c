@@ -18,28 +18,13 @@
 #include "serve/live.h"
 #include "serve/service.h"
 #include "lib/fs_tree.h"
+#include "serve_loop.h"
 #include "dir_count.h"
 
 static char root[] = "/tmp/serve-svc-XXXXXX";
 static char state[64], home[64];
 static struct service *svc;
-static pthread_t loop_thread;
-static atomic_bool loop_stop;
-
-/* The service's main loop: it spawns the VM processes (their PDEATHSIG
- * follows this thread), reaps and expires. */
-static void *loop(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&loop_stop)) {
-		struct pollfd p = { svc->sup.efd, POLLIN, 0 };
-
-		if (poll(&p, 1, 50) > 0)
-			supervise_pending(&svc->sup);
-		service_tick(svc);
-	}
-	return NULL;
-}
+static struct serve_loop main_loop;
 
 /* A service on state (made by start), and its main loop. */
 static void start_service(unsigned pool, bool ephemeral)
@@ -68,16 +53,14 @@ static void start_service(unsigned pool, bool ephemeral)
 	svc->cfg.max_output = 1 << 20;
 	svc->cfg.max_file = 1 << 20;
 	cr_assert_eq(service_start(svc), 0);
-	atomic_store(&loop_stop, false);
-	cr_assert_eq(pthread_create(&loop_thread, NULL, loop, NULL), 0);
+	serve_loop_start(&main_loop, svc);
 }
 
 /* The drain (SIGTERM): the service goes, what it leaves stays. */
 static void stop_service(void)
 {
 	service_stop(svc, 0);
-	atomic_store(&loop_stop, true);
-	pthread_join(loop_thread, NULL);
+	serve_loop_stop(&main_loop);
 	service_destroy(svc);
 	free(svc);
 	svc = NULL;

@@ -319,10 +319,11 @@ static int on_frame(struct session *s, const struct proto_frame *f)
 			return -EPROTO;
 		s->res->started_ns = clock_now_ns();
 		s->res->pid = u;
-		if (s->spec->json)
-			event_started(s->spec->json_out, u);
+		/* Before the event: whoever reads it may name the pid at once. */
 		if (s->spec->started)
 			s->spec->started(s->spec->started_opaque, u);
+		if (s->spec->json)
+			event_started(s->spec->json_out, u);
 		return 0;
 	case PROTO_STDOUT:
 	case PROTO_STDERR:

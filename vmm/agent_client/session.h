@@ -49,7 +49,7 @@ struct exec_spec {
 	void *sink_opaque;
 	FILE *json_out;            /* JSON lines go here */
 	/* NULL, or called (on the session's thread) when the command started,
-	 * with its pid in the guest. */
+	 * with its pid in the guest: before its "started" JSON event. */
 	void (*started)(void *opaque, uint32_t pid);
 	void *started_opaque;
 };

@@ -37,6 +37,7 @@ struct cli {
 	const char *audit_head;    /* audit verify: --head HASH */
 	struct {                   /* mayfly serve */
 		const char *socket, *listen, *tokens, *state;
+		const char *e2b, *e2b_domain;   /* --e2b ADDR, --e2b-domain DOMAIN */
 		unsigned pool, max_sandboxes;
 		unsigned memory_reserve_mib;   /* --memory-reserve */
 		bool ephemeral;    /* --ephemeral: sandboxes end with the service */

@@ -68,8 +68,8 @@ static int take_pid(const struct registry_record *r)
 	return fd;
 }
 
-/* SERVICE_SPEC: the create members it was made with (env, allow_net,
- * resolve), parsed as a create is. 0, or -errno with *why. */
+/* SERVICE_SPEC: the create members it was made with (env, metadata,
+ * allow_net, resolve), parsed as a create is. 0, or -errno with *why. */
 static int load_spec(struct sandbox *sb, char *why, size_t whylen)
 {
 	char path[CONFIG_PATH_MAX + 16], *text = NULL;
@@ -102,6 +102,8 @@ static int load_spec(struct sandbox *sb, char *why, size_t whylen)
 	if (rc)
 		return rc;
 	rc = service_copy_env(sb, c.env, c.nenv) || api_net_copy(&sb->net, &c.net) ? -ENOMEM : 0;
+	if (!rc && c.metadata && !(sb->meta = json_deep_copy(c.metadata)))
+		rc = -ENOMEM;
 	api_create_free(&c);
 	if (rc)
 		snprintf(why, whylen, "out of memory");

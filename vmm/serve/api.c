@@ -190,6 +190,30 @@ static int whole(json_t *root, const char *key, uint64_t min, uint64_t max, uint
 }
 
 /* {"K": "V", ...} into "K=V" strings (malloc'd array of malloc'd strings). */
+/* "metadata": a client's labels, shown back and kept across restarts. */
+static int metadata_object(json_t *root, json_t **out, char *err, size_t errlen)
+{
+	json_t *obj = json_object_get(root, "metadata"), *v;
+	const char *key;
+
+	*out = NULL;
+	if (!obj)
+		return 0;
+	if (!json_is_object(obj) || json_object_size(obj) > API_MAX_METADATA)
+		return errmsg_invalid(err, errlen, "\"metadata\" must be an object of at most %d "
+		    "strings", API_MAX_METADATA);
+	json_object_foreach(obj, key, v) {
+		if (!*key || strlen(key) > API_MAX_META_KEY || !json_is_string(v) ||
+		    json_string_length(v) > API_MAX_META_VALUE ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return errmsg_invalid(err, errlen, "\"metadata\": \"%.64s\" needs a key of 1-%d "
+			    "bytes and a string value of at most %d (no NUL)", key, API_MAX_META_KEY,
+			    API_MAX_META_VALUE);
+	}
+	*out = obj;
+	return 0;
+}
+
 static int env_object(json_t *root, char ***env, int *nenv, char *err, size_t errlen)
 {
 	json_t *obj = json_object_get(root, "env"), *v;
@@ -332,7 +356,7 @@ static int net_members(json_t *root, struct api_net *n, char *err, size_t errlen
 int api_parse_create(const char *body, size_t len, struct api_create *c, char *err, size_t errlen)
 {
 	static const char *const known[] = { "template", "cpus", "mem", "disk_quota", "env", "ttl",
-					     "idle_timeout", "allow_net", "resolve", NULL };
+					     "idle_timeout", "allow_net", "resolve", "metadata", NULL };
 	json_t *root = object(body, len, known, err, errlen), *t;
 	uint64_t n;
 
@@ -365,7 +389,8 @@ int api_parse_create(const char *body, size_t len, struct api_create *c, char *e
 	c->idle_s = (unsigned)n;
 	if (env_object(root, &c->env, &c->nenv, err, errlen))
 		goto out_free;
-	if (net_members(root, &c->net, err, errlen))
+	if (metadata_object(root, &c->metadata, err, errlen) ||
+	    net_members(root, &c->net, err, errlen))
 		goto out_env;
 	c->owner = root;
 	return 0;

@@ -12,6 +12,9 @@
 #define API_MAX_TTL_S     (7u * 24 * 3600)
 #define API_MAX_ARGS      1024     /* PROTO_MAX_ARGS */
 #define API_MAX_PATH      4095     /* PROTO_MAX_PATH - 1 */
+#define API_MAX_METADATA  64       /* a create's "metadata" members */
+#define API_MAX_META_KEY  64
+#define API_MAX_META_VALUE 512
 
 enum api_route {
 	API_HEALTH, API_METRICS,
@@ -64,6 +67,7 @@ struct api_create {
 	unsigned ttl_s;            /* 0: none; deleted this long after creation */
 	unsigned idle_s;           /* 0: none */
 	struct api_net net;        /* none: no network */
+	json_t *metadata;          /* an object of strings (a client's labels), or NULL; in owner */
 	json_t *owner;             /* holds env's strings */
 };
 
@@ -77,6 +81,12 @@ struct api_exec {
 	uint8_t *stdin_data;       /* NULL: stdin is /dev/null */
 	size_t stdin_len;
 	unsigned timeout_s;        /* 0: none */
+	/* E2B's envd (not serve's own API): stdin stays open for
+	 * calls_exec_input until calls_exec_close_stdin (stdin_data unused);
+	 * a pty of rows x cols, resized by calls_exec_resize. */
+	bool stdin_open;
+	bool pty;
+	uint16_t rows, cols;
 	json_t *owner;
 };
 

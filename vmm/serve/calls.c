@@ -13,7 +13,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,10 @@
 
 struct exec_slot {
 	uint64_t id;
+	uint32_t pid;              /* the guest's, once started; else 0 */
 	int sig_w;                 /* a byte per signal for the command */
+	int stdin_w;               /* api_exec.stdin_open: its stdin (non-blocking); else -1 */
+	int winch_w;               /* api_exec.pty: 4 bytes (rows, cols) per resize; else -1 */
 	struct exec_slot *next;
 };
 
@@ -39,7 +44,9 @@ struct exec_stream {
 	uint64_t start_ns;
 	struct exec_slot slot;
 	int out_r, out_w;          /* the JSON lines: the call's thread writes, HTTP reads */
+	int client_fd;             /* the reader's connection (-1: none): its hang-up ends the read */
 	int sig_r;
+	int winch_r;               /* the pty's sizes, or -1 */
 	int stdin_fd;              /* a memfd with the body's stdin, or -1 */
 	pthread_t thread;
 	char **env;                /* the sandbox's, then the call's */
@@ -117,6 +124,16 @@ static int ask(struct gate *g, json_t *call, uint64_t *t0, struct call_result *r
 	return rc;
 }
 
+/* The command's guest pid: E2B's front end names commands by it. */
+static void on_started(void *opaque, uint32_t pid)
+{
+	struct exec_stream *s = opaque;
+
+	pthread_mutex_lock(&s->svc->lock);
+	s->slot.pid = pid;
+	pthread_mutex_unlock(&s->svc->lock);
+}
+
 static void *exec_main(void *arg)
 {
 	struct exec_stream *s = arg;
@@ -147,6 +164,12 @@ static void *exec_main(void *arg)
 	spec.json = true;
 	spec.json_out = out;
 	spec.signal_fd = s->sig_r;
+	spec.pty = s->req.pty;
+	spec.rows = s->req.rows;
+	spec.cols = s->req.cols;
+	spec.winch_fd = s->winch_r;
+	spec.started = on_started;
+	spec.started_opaque = s;
 	spec.timeout_ms = s->req.timeout_s * 1000;
 	spec.max_output = svc->cfg.max_output;
 	if (s->req.timeout_s)
@@ -168,7 +191,8 @@ out_record:
 
 static void free_stream(struct exec_stream *s)
 {
-	int fds[] = { s->out_r, s->out_w, s->sig_r, s->slot.sig_w, s->stdin_fd };
+	int fds[] = { s->out_r, s->out_w, s->sig_r, s->slot.sig_w, s->stdin_fd, s->slot.stdin_w,
+		      s->winch_r, s->slot.winch_w };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
@@ -177,6 +201,20 @@ static void free_stream(struct exec_stream *s)
 	api_exec_free(&s->req);
 	free(s->env);
 	free(s);
+}
+
+/* A pipe whose writing end (ours) never blocks: 0 (-1 < 0 for the
+ * caller's checks) or -errno. */
+static int open_pipe(int *r, int *w)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	*r = p[0];
+	*w = p[1];
+	return -1;
 }
 
 /* stdin from the body: a memfd the session reads to its end. */
@@ -221,6 +259,7 @@ int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller
 	s->req = *req;
 	memset(req, 0, sizeof(*req));
 	s->out_r = s->out_w = s->sig_r = s->slot.sig_w = s->stdin_fd = -1;
+	s->slot.stdin_w = s->winch_r = s->slot.winch_w = s->client_fd = -1;
 	snprintf(s->caller, sizeof(s->caller), "%s", caller);
 	gate_for(&s->gate, svc, sb, s->caller);
 	s->env = calloc((size_t)(sb->nenv + s->req.nenv) + 1, sizeof(*s->env));
@@ -233,9 +272,11 @@ int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller
 		memcpy(s->env, sb->env, (size_t)sb->nenv * sizeof(*s->env));
 	if (s->req.nenv)
 		memcpy(s->env + sb->nenv, s->req.env, (size_t)s->req.nenv * sizeof(*s->env));
-	rc = stdin_memfd(&s->req);
-	if (rc >= -1)
+	rc = s->req.stdin_open ? open_pipe(&s->stdin_fd, &s->slot.stdin_w) : stdin_memfd(&s->req);
+	if (rc >= -1 && !s->req.stdin_open)
 		s->stdin_fd = rc;
+	if (rc >= -1 && s->req.pty)
+		rc = open_pipe(&s->winch_r, &s->slot.winch_w);
 	if (rc >= -1 && pipe2(pout, O_CLOEXEC) == 0) {
 		s->out_r = pout[0];
 		s->out_w = pout[1];
@@ -291,10 +332,30 @@ uint64_t calls_exec_id(const struct exec_stream *s)
 	return s->slot.id;
 }
 
+void calls_exec_watch(struct exec_stream *s, int client_fd)
+{
+	s->client_fd = client_fd;
+}
+
 ssize_t calls_exec_read(struct exec_stream *s, char *buf, size_t len)
 {
+	/* POLLRDHUP only on the client: a byte it sends must not wake us
+	 * (nothing would read it), its going must. */
+	struct pollfd p[2] = { { .fd = s->out_r, .events = POLLIN },
+			       { .fd = s->client_fd, .events = POLLRDHUP } };
 	ssize_t n;
 
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
+			return -ECONNRESET;   /* the client went: the command goes too */
+	}
 	do
 		n = read(s->out_r, buf, len);
 	while (n < 0 && errno == EINTR);
@@ -322,6 +383,119 @@ void calls_exec_end(struct exec_stream *s)
 	pthread_mutex_unlock(&svc->lock);
 	service_put(svc, s->sb);
 	free_stream(s);
+}
+
+uint64_t calls_exec_of_pid(struct service *svc, struct sandbox *sb, uint32_t pid)
+{
+	uint64_t id = 0;
+
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot *e = sb->execs; e && !id; e = e->next)
+		if (pid && e->pid == pid)
+			id = e->id;
+	pthread_mutex_unlock(&svc->lock);
+	return id;
+}
+
+/* The running exec of sb with id: its slot, the lock held (NULL: none,
+ * the lock released). */
+static struct exec_slot *slot_locked(struct service *svc, struct sandbox *sb, uint64_t id)
+{
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot *e = sb->execs; e; e = e->next)
+		if (e->id == id)
+			return e;
+	pthread_mutex_unlock(&svc->lock);
+	return NULL;
+}
+
+int calls_exec_input(struct service *svc, struct sandbox *sb, uint64_t exec_id, const void *data,
+		     size_t len, struct call_result *r)
+{
+	struct exec_slot *e = slot_locked(svc, sb, exec_id);
+	ssize_t n = 0;
+
+	if (!e) {
+		result(r, 404, "not_found", "no running exec %llu", (unsigned long long)exec_id);
+		return 404;
+	}
+	if (e->stdin_w < 0) {
+		pthread_mutex_unlock(&svc->lock);
+		result(r, 409, "conflict", "the command's stdin is closed");
+		return 409;
+	}
+	/* All or nothing: the pipe holds 64 KiB the command has not read. */
+	if (len && (size_t)fcntl(e->stdin_w, F_GETPIPE_SZ) >= len)
+		n = write(e->stdin_w, data, len);
+	pthread_mutex_unlock(&svc->lock);
+	if (len && (n < 0 || (size_t)n != len)) {
+		result(r, 503, "busy", "the command has not read its earlier input: try again");
+		return 503;
+	}
+	result(r, 200, NULL, "%s", "");
+	return 0;
+}
+
+int calls_exec_close_stdin(struct service *svc, struct sandbox *sb, uint64_t exec_id,
+			   struct call_result *r)
+{
+	struct exec_slot *e = slot_locked(svc, sb, exec_id);
+
+	if (!e) {
+		result(r, 404, "not_found", "no running exec %llu", (unsigned long long)exec_id);
+		return 404;
+	}
+	if (e->stdin_w >= 0)
+		close(e->stdin_w);   /* the session sends the end of stdin */
+	e->stdin_w = -1;
+	pthread_mutex_unlock(&svc->lock);
+	result(r, 200, NULL, "%s", "");
+	return 0;
+}
+
+int calls_exec_resize(struct service *svc, struct sandbox *sb, uint64_t exec_id, uint16_t rows,
+		      uint16_t cols, struct call_result *r)
+{
+	struct exec_slot *e = slot_locked(svc, sb, exec_id);
+	uint16_t size[2] = { rows, cols };
+	ssize_t n = -1;
+
+	if (!e) {
+		result(r, 404, "not_found", "no running exec %llu", (unsigned long long)exec_id);
+		return 404;
+	}
+	if (e->winch_w >= 0)
+		n = write(e->winch_w, size, sizeof(size));
+	pthread_mutex_unlock(&svc->lock);
+	if (n != (ssize_t)sizeof(size)) {
+		result(r, 409, "conflict", "the command has no pty, or too many resizes pending");
+		return 409;
+	}
+	result(r, 200, NULL, "%s", "");
+	return 0;
+}
+
+json_t *calls_exec_list(struct service *svc, struct sandbox *sb)
+{
+	json_t *a = json_array();
+
+	pthread_mutex_lock(&svc->lock);
+	for (struct exec_slot *e = sb->execs; a && e; e = e->next) {
+		/* The slot is its stream's, whose request stays as it started. */
+		const struct exec_stream *s = (const void *)((const char *)e -
+							   offsetof(struct exec_stream, slot));
+		json_t *argv = json_array();
+
+		for (int i = 0; argv && i < s->req.argc; i++)
+			json_array_append_new(argv, json_string(s->req.argv[i]));
+		if (e->pid)
+			json_array_append_new(a, json_pack("{s:I, s:I, s:o*}", "pid", (json_int_t)e->pid,
+							   "exec", (json_int_t)e->id, "argv", argv));
+		else
+			json_decref(argv);
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return a;
 }
 
 int calls_signal(struct service *svc, struct sandbox *sb, uint64_t exec_id, int signo,
@@ -368,13 +542,16 @@ typedef int (*file_op)(struct file_call *fc, void *opaque);
  * released (a connect failure recorded). */
 static int file_call_begin(struct file_call *fc, struct service *svc, struct sandbox *sb,
 			   const char *caller, const char *tool, const char *op, const char *path,
-			   struct call_result *r)
+			   const char *to, struct call_result *r)
 {
 	*fc = (struct file_call){ .svc = svc, .sb = sb, .path = path };
 	fc->call = gate_file_call(tool, path, NULL);
 	gate_for(&fc->g, svc, sb, caller);
 	if (fc->call && op)
 		json_object_set_new(fc->call, "op", json_string(op));
+	/* A rename's target: the approver and the log see both paths. */
+	if (fc->call && to)
+		json_object_set_new(fc->call, "to", json_string(to));
 	/* A failure is counted by its cause where its HTTP error is sent. */
 	if (ask(&fc->g, fc->call, &fc->t0, r)) {
 		json_decref(fc->call);
@@ -439,7 +616,8 @@ static void file_call(struct service *svc, struct sandbox *sb, const char *calle
 {
 	struct file_call fc;
 
-	if (!file_call_begin(&fc, svc, sb, caller, tool, op, path, r))
+	if (!file_call_begin(&fc, svc, sb, caller, tool, op, path,
+			     op && !strcmp(op, "rename") ? opaque : NULL, r))
 		file_call_end(&fc, fn(&fc, opaque), r);
 }
 
@@ -463,7 +641,7 @@ int calls_put_begin(struct service *svc, struct sandbox *sb, const char *caller,
 	}
 	snprintf(p->path, sizeof(p->path), "%s", path);
 	p->max = svc->cfg.max_file;
-	rc = file_call_begin(&p->fc, svc, sb, caller, "write_file", NULL, p->path, r);
+	rc = file_call_begin(&p->fc, svc, sb, caller, "write_file", NULL, p->path, NULL, r);
 	if (rc) {
 		free(p);
 		return rc;
@@ -525,7 +703,7 @@ int calls_get_begin(struct service *svc, struct sandbox *sb, const char *caller,
 		return -ENOMEM;
 	}
 	snprintf(g->path, sizeof(g->path), "%s", path);
-	rc = file_call_begin(&g->fc, svc, sb, caller, "read_file", NULL, g->path, r);
+	rc = file_call_begin(&g->fc, svc, sb, caller, "read_file", NULL, g->path, NULL, r);
 	if (rc) {
 		free(g);
 		return rc;
@@ -664,6 +842,17 @@ void calls_mkdir(struct service *svc, struct sandbox *sb, const char *caller, co
 	file_call(svc, sb, caller, "write_file", "mkdir", path, mkdir_op, &parents, r);
 	if (r->status == 200)
 		r->status = 201;
+}
+
+static int rename_op(struct file_call *fc, void *opaque)
+{
+	return guest_fs_rename(fc->c, fc->path, opaque, fc->deadline, fc->why, sizeof(fc->why));
+}
+
+void calls_rename(struct service *svc, struct sandbox *sb, const char *caller, const char *from,
+		  const char *to, struct call_result *r)
+{
+	file_call(svc, sb, caller, "write_file", "rename", from, rename_op, (void *)to, r);
 }
 
 static int remove_op(struct file_call *fc, void *opaque)

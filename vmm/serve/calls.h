@@ -30,11 +30,32 @@ int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller
 		     struct api_exec *req, struct exec_stream **out, struct call_result *r);
 /* The exec's id (for POST .../exec/ID/signal). */
 uint64_t calls_exec_id(const struct exec_stream *s);
-/* Up to len bytes of the JSON lines: >0, 0 at the end, -errno. Blocks. */
+/* The reader's HTTP connection, client_fd: once its client has gone
+ * (hung up), a read waiting for a silent command gives up. */
+void calls_exec_watch(struct exec_stream *s, int client_fd);
+/* Up to len bytes of the JSON lines: >0, 0 at the end, -errno
+ * (-ECONNRESET: the watched client went). Blocks. */
 ssize_t calls_exec_read(struct exec_stream *s, char *buf, size_t len);
 /* The reader is gone: a command still running is killed; waits for the
  * call to end (its audit record written), puts the sandbox back. */
 void calls_exec_end(struct exec_stream *s);
+
+/* The running exec of sb whose command is the guest's pid: its id, 0 none. */
+uint64_t calls_exec_of_pid(struct service *svc, struct sandbox *sb, uint32_t pid);
+/* E2B's envd, on the running exec exec_id of sb (its api_exec's
+ * stdin_open, pty): input for its stdin (all of it, or 503 while the
+ * command has not read what came before), the end of its stdin, its
+ * pty's new size. 0, or an HTTP status with r: 404 no such exec, 409 its
+ * stdin closed or no pty. */
+int calls_exec_input(struct service *svc, struct sandbox *sb, uint64_t exec_id, const void *data,
+		     size_t len, struct call_result *r);
+int calls_exec_close_stdin(struct service *svc, struct sandbox *sb, uint64_t exec_id,
+			   struct call_result *r);
+int calls_exec_resize(struct service *svc, struct sandbox *sb, uint64_t exec_id, uint16_t rows,
+		      uint16_t cols, struct call_result *r);
+
+/* sb's running execs whose pid is known: [{"pid": N, "exec": ID, "argv": [...]}]. */
+json_t *calls_exec_list(struct service *svc, struct sandbox *sb);
 
 /* Pass signo to the running exec exec_id of sb. 0 (202), 404 none. */
 int calls_signal(struct service *svc, struct sandbox *sb, uint64_t exec_id, int signo,
@@ -73,6 +94,10 @@ void calls_file_stat(struct service *svc, struct sandbox *sb, const char *caller
 		     json_t **out, struct call_result *r);
 void calls_mkdir(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
 		 bool parents, struct call_result *r);
+/* rename(2) in the guest, approved and audited as write_file "rename"
+ * (the call names "to" too). */
+void calls_rename(struct service *svc, struct sandbox *sb, const char *caller, const char *from,
+		  const char *to, struct call_result *r);
 void calls_remove(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
 		  bool recursive, struct call_result *r);
 

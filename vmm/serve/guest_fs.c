@@ -54,6 +54,21 @@ int guest_fs_mkdir(struct agent_client *c, const char *path, uint32_t mode, bool
 	return rc ? rc : agent_client_wait_ok(c, id, deadline_ns, why, whylen);
 }
 
+int guest_fs_rename(struct agent_client *c, const char *from, const char *to,
+		    uint64_t deadline_ns, char *why, size_t whylen)
+{
+	uint32_t id = agent_client_id(c);
+	struct proto_writer w;
+	int rc;
+
+	why[0] = '\0';
+	proto_begin(&w, c->wbuf, sizeof(c->wbuf), PROTO_RENAME, id);
+	proto_put_str(&w, from);
+	proto_put_str(&w, to);
+	rc = send_built(c, proto_end(&w), deadline_ns, why, whylen);
+	return rc ? rc : agent_client_wait_ok(c, id, deadline_ns, why, whylen);
+}
+
 int guest_fs_remove(struct agent_client *c, const char *path, bool recursive,
 		    uint64_t deadline_ns, char *why, size_t whylen)
 {

@@ -1,4 +1,4 @@
-/* guest_fs.h - the guest agent's one-shot file system requests from the host: stat, mkdir, remove. */
+/* guest_fs.h - the guest agent's one-shot file system requests from the host: stat, mkdir, rename, remove. */
 #ifndef MAYFLY_SERVE_GUEST_FS_H
 #define MAYFLY_SERVE_GUEST_FS_H
 
@@ -15,6 +15,9 @@ int guest_fs_stat(struct agent_client *c, const char *path, struct proto_stat *s
 /* mkdir (with parents: mkdir -p), the last component exactly `mode`. */
 int guest_fs_mkdir(struct agent_client *c, const char *path, uint32_t mode, bool parents,
 		   uint64_t deadline_ns, char *why, size_t whylen);
+/* rename(2) from to to. */
+int guest_fs_rename(struct agent_client *c, const char *from, const char *to,
+		    uint64_t deadline_ns, char *why, size_t whylen);
 /* Remove a file, or a directory (recursive: with everything in it, never
  * across a symbolic link or a mount). */
 int guest_fs_remove(struct agent_client *c, const char *path, bool recursive,

@@ -1,5 +1,6 @@
 /* http.c - mayfly serve's HTTP/1.1 front end (libmicrohttpd): a Unix socket or a loopback port, bearer tokens, bodies bounded, each route to the service. */
 #include "serve/http.h"
+#include "serve/http_reply.h"
 #include "serve/api.h"
 #include "serve/calls.h"
 #include "serve/live.h"
@@ -24,9 +25,7 @@
 struct request {
 	struct api_match m;
 	const char *caller;
-	char *body;
-	size_t len, cap, max;
-	bool too_large;
+	struct http_body body;
 	bool answered;             /* an error sent before the body */
 	/* A PUT's body goes to the guest as it comes, never held whole. */
 	bool put_started;
@@ -34,46 +33,6 @@ struct request {
 	struct file_put *put;      /* NULL: not open, or ended (res says how) */
 	struct call_result res;
 };
-
-static enum MHD_Result send_response(struct MHD_Connection *conn, unsigned status,
-				     struct MHD_Response *resp)
-{
-	enum MHD_Result r;
-
-	if (!resp)
-		return MHD_NO;
-	r = MHD_queue_response(conn, status, resp);
-	MHD_destroy_response(resp);
-	return r;
-}
-
-/* j (taken) as a response body: one line, newline-terminated, like every
- * JSON body here. NULL if it cannot be made. */
-static struct MHD_Response *json_response(json_t *j)
-{
-	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	struct MHD_Response *resp;
-	size_t len;
-
-	json_decref(j);
-	if (!text)
-		return NULL;
-	len = strlen(text);
-	text = realloc(text, len + 2) ?: text;   /* failed: the NUL's byte takes the newline */
-	text[len] = '\n';
-	resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
-		return NULL;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	return resp;
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *j)
-{
-	return send_response(conn, status, json_response(j));
-}
 
 static enum metrics_failure cause_of(unsigned status, const char *code)
 {
@@ -116,14 +75,14 @@ static enum MHD_Result send_error_header(struct http_server *h, struct MHD_Conne
 	struct MHD_Response *resp;
 
 	metrics_fail(&h->svc->metrics, cause_of(status, code));
-	resp = json_response(j);
+	resp = http_json_response(j);
 	if (!resp)
 		return MHD_NO;
 	if (status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (hname)
 		MHD_add_response_header(resp, hname, hvalue);
-	return send_response(conn, status, resp);
+	return http_send(conn, status, resp);
 }
 
 static enum MHD_Result send_error(struct http_server *h, struct MHD_Connection *conn,
@@ -137,24 +96,14 @@ static enum MHD_Result send_result(struct http_server *h, struct MHD_Connection 
 {
 	if (r->status >= 400)
 		return send_error(h, conn, (unsigned)r->status, r->code, r->error);
-	return send_response(conn, (unsigned)r->status,
-			     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
-}
-
-/* A streamed body's read, as libmicrohttpd counts it: 0 is the end, < 0 an
- * error that cuts the response. */
-static ssize_t reader_result(ssize_t n)
-{
-	if (n == 0)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+	return http_send_empty(conn, (unsigned)r->status);
 }
 
 /* The exec's JSON lines, as the call writes them. */
 static ssize_t exec_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
-	return reader_result(calls_exec_read(cls, buf, max < EXEC_READ_CHUNK ? max : EXEC_READ_CHUNK));
+	return http_reader_result(calls_exec_read(cls, buf, max < EXEC_READ_CHUNK ? max : EXEC_READ_CHUNK));
 }
 
 static void exec_free(void *cls)
@@ -173,7 +122,7 @@ static enum MHD_Result do_exec(struct http_server *h, struct MHD_Connection *con
 	char err[300], num[24];
 	int st;
 
-	if (api_parse_exec(rq->body, rq->len, &req, err, sizeof(err)))
+	if (api_parse_exec(rq->body.data, rq->body.len, &req, err, sizeof(err)))
 		return send_error(h, conn, 400, NULL, err);
 	st = service_get(h->svc, rq->m.id, &sb, err, sizeof(err));
 	if (st) {
@@ -184,6 +133,8 @@ static enum MHD_Result do_exec(struct http_server *h, struct MHD_Connection *con
 		service_put(h->svc, sb);
 		return send_result(h, conn, &r);
 	}
+	calls_exec_watch(s, MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD)
+				    ->connect_fd);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, EXEC_READ_CHUNK, exec_reader, s,
 						 exec_free);
 	if (!resp) {
@@ -193,7 +144,7 @@ static enum MHD_Result do_exec(struct http_server *h, struct MHD_Connection *con
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)calls_exec_id(s));
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
 	MHD_add_response_header(resp, "X-Mayfly-Exec-Id", num);
-	return send_response(conn, 200, resp);
+	return http_send(conn, 200, resp);
 }
 
 static const char *query(struct MHD_Connection *conn, const char *key)
@@ -205,7 +156,7 @@ static const char *query(struct MHD_Connection *conn, const char *key)
 static ssize_t file_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
-	return reader_result(calls_get_read(cls, buf, max));
+	return http_reader_result(calls_get_read(cls, buf, max));
 }
 
 static void file_free(void *cls)
@@ -297,7 +248,7 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 	bool parents;
 
 	if (rq->m.route == API_MKDIR) {
-		if (api_parse_mkdir(rq->body, rq->len, mkpath, sizeof(mkpath), &parents, err,
+		if (api_parse_mkdir(rq->body.data, rq->body.len, mkpath, sizeof(mkpath), &parents, err,
 				    sizeof(err)))
 			return send_error(h, conn, 400, NULL, err);
 		calls_mkdir(h->svc, sb, rq->caller, mkpath, parents, &r);
@@ -307,20 +258,14 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 		return send_error(h, conn, 400, NULL, err);
 	switch (rq->m.route) {
 	case API_FILE_GET: {
-		struct MHD_Response *resp;
 		struct file_get *g;
 		uint64_t size;
 
 		if (calls_get_begin(h->svc, sb, rq->caller, path, &g, &size, &r))
 			return send_result(h, conn, &r);
-		resp = MHD_create_response_from_callback(size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
-							 FILE_READ_CHUNK, file_reader, g, file_free);
-		if (!resp) {
-			calls_get_end(g);
-			return MHD_NO;
-		}
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-		return send_response(conn, 200, resp);
+		return http_send_stream(conn, 200, size == UINT64_MAX ? MHD_SIZE_UNKNOWN : size,
+					FILE_READ_CHUNK, file_reader, g, file_free,
+					"application/octet-stream");
 	}
 	case API_FILE_REMOVE:
 		calls_remove(h->svc, sb, rq->caller, path, query_true(conn, "recursive"), &r);
@@ -329,10 +274,10 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 		calls_file_list(h->svc, sb, rq->caller, path, &j, &r);
 		if (r.status != 200)
 			return send_result(h, conn, &r);
-		return send_json(conn, 200, json_pack("{s:s, s:o}", "path", path, "entries", j));
+		return http_send_json(conn, 200, json_pack("{s:s, s:o}", "path", path, "entries", j));
 	case API_FILE_STAT:
 		calls_file_stat(h->svc, sb, rq->caller, path, &j, &r);
-		return r.status != 200 ? send_result(h, conn, &r) : send_json(conn, 200, j);
+		return r.status != 200 ? send_result(h, conn, &r) : http_send_json(conn, 200, j);
 	default:
 		break;
 	}
@@ -352,7 +297,7 @@ static enum MHD_Result do_live(struct http_server *h, struct MHD_Connection *con
 	int st;
 
 	if (rq->m.route == API_FORK &&
-	    api_parse_fork(rq->body, rq->len, LIVE_MAX_FORK, &count, err, sizeof(err)))
+	    api_parse_fork(rq->body.data, rq->body.len, LIVE_MAX_FORK, &count, err, sizeof(err)))
 		return send_error(h, conn, 400, NULL, err);
 	if (rq->m.route == API_PAUSE) {
 		st = service_begin_pause(svc, rq->m.id, &sb, err, sizeof(err));
@@ -366,9 +311,9 @@ static enum MHD_Result do_live(struct http_server *h, struct MHD_Connection *con
 	}
 	if (st == 0 || st == 201) {
 		ret = rq->m.route == API_FORK ?
-		      send_json(conn, 201, json_pack("{s:s, s:o}", "parent", sb->id, "sandboxes",
+		      http_send_json(conn, 201, json_pack("{s:s, s:o}", "parent", sb->id, "sandboxes",
 						     children)) :
-		      send_json(conn, 200, service_sandbox_json(sb));
+		      http_send_json(conn, 200, service_sandbox_json(sb));
 	} else {
 		ret = send_error(h, conn, (unsigned)st, NULL, err);
 	}
@@ -391,7 +336,7 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	switch (rq->m.route) {
 	case API_HEALTH:
 		service_gauges(svc, &g);
-		return send_json(conn, 200, json_pack("{s:s, s:i, s:i}", "status",
+		return http_send_json(conn, 200, json_pack("{s:s, s:i, s:i}", "status",
 					      svc->stopping ? "draining" : "ok", "sandboxes",
 					      g.starting + g.running + g.stopping + g.exited,
 					      "pool_ready", g.pool_ready));
@@ -411,20 +356,20 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 		}
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 					"text/plain; version=0.0.4");
-		return send_response(conn, 200, resp);
+		return http_send(conn, 200, resp);
 	}
 	case API_CREATE:
-		if (api_parse_create(rq->body, rq->len, &create, err, sizeof(err)))
+		if (api_parse_create(rq->body.data, rq->body.len, &create, err, sizeof(err)))
 			return send_error(h, conn, 400, NULL, err);
 		st = service_create(svc, &create, &sb, err, sizeof(err));
 		api_create_free(&create);
 		if (st != 201)
 			return send_error(h, conn, (unsigned)st, st == 500 ? "vm_start" : NULL, err);
-		ret = send_json(conn, 201, service_sandbox_json(sb));
+		ret = http_send_json(conn, 201, service_sandbox_json(sb));
 		service_put(svc, sb);
 		return ret;
 	case API_LIST:
-		return send_json(conn, 200, json_pack("{s:o}", "sandboxes", service_list(svc)));
+		return http_send_json(conn, 200, json_pack("{s:o}", "sandboxes", service_list(svc)));
 	case API_GET: {
 		json_t *j = service_get_json(svc, rq->m.id);
 
@@ -432,14 +377,13 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 			snprintf(err, sizeof(err), "no sandbox '%s'", rq->m.id);
 			return send_error(h, conn, 404, NULL, err);
 		}
-		return send_json(conn, 200, j);
+		return http_send_json(conn, 200, j);
 	}
 	case API_DELETE:
 		st = service_delete(svc, rq->m.id, err, sizeof(err));
 		if (st)
 			return send_error(h, conn, (unsigned)st, NULL, err);
-		return send_response(conn, 204, MHD_create_response_from_buffer(0, (void *)"",
-						MHD_RESPMEM_PERSISTENT));
+		return http_send_empty(conn, 204);
 	case API_EXEC:
 		return do_exec(h, conn, rq);
 	case API_PAUSE:
@@ -449,7 +393,7 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 	default:
 		break;
 	}
-	if (rq->m.route == API_SIGNAL && api_parse_signal(rq->body, rq->len, &signo, err, sizeof(err)))
+	if (rq->m.route == API_SIGNAL && api_parse_signal(rq->body.data, rq->body.len, &signo, err, sizeof(err)))
 		return send_error(h, conn, 400, NULL, err);
 	st = service_get(svc, rq->m.id, &sb, err, sizeof(err));
 	if (st)
@@ -458,37 +402,13 @@ static enum MHD_Result dispatch(struct http_server *h, struct MHD_Connection *co
 		struct call_result r = { 0 };
 
 		calls_signal(svc, sb, rq->m.exec_id, signo, &r);
-		ret = r.status == 202 ? send_json(conn, 202, json_pack("{s:i}", "signal", signo)) :
+		ret = r.status == 202 ? http_send_json(conn, 202, json_pack("{s:i}", "signal", signo)) :
 		      send_result(h, conn, &r);
 	} else {
 		ret = do_files(h, conn, rq, sb);
 	}
 	service_put(svc, sb);
 	return ret;
-}
-
-static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
-				    const char *value)
-{
-	unsigned *n = cls;
-
-	(void)kind;
-	(void)value;
-	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
-		n[0]++;
-	else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
-		n[1]++;
-	return MHD_YES;
-}
-
-/* Request smuggling's way in (RFC 9112, 6.3): two Content-Length
- * headers, or one beside Transfer-Encoding. */
-static bool ambiguous_length(struct MHD_Connection *conn)
-{
-	unsigned n[2] = { 0, 0 };
-
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, n);
-	return n[0] > 1 || (n[0] && n[1]) || n[1] > 1;
 }
 
 /* Checks made before any body is read: route, token, type, size. */
@@ -505,10 +425,9 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 	*con_cls = rq;
 	rq->answered = true;       /* until every check below passed */
 	metrics_request(&h->svc->metrics);
-	http_guard_waiting(&h->guard, MHD_get_connection_info(
-				   conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT)->socket_context, false);
+	http_guard_mark(&h->guard, conn, false);
 	st = api_route(method, url, &rq->m, &allow);
-	if (ambiguous_length(conn))
+	if (http_ambiguous_length(conn))
 		/* Connection: close: what follows cannot be trusted to start a request. */
 		return send_error_header(h, conn, 400, NULL, "two Content-Length headers, or one "
 					 "with Transfer-Encoding: the body's length is ambiguous",
@@ -531,10 +450,10 @@ static enum MHD_Result first_call(struct http_server *h, struct MHD_Connection *
 			 allow);
 		return send_error_header(h, conn, 405, NULL, msg, MHD_HTTP_HEADER_ALLOW, allow);
 	}
-	rq->max = rq->m.route == API_FILE_PUT ? h->max_file : HTTP_MAX_JSON_BODY;
+	rq->body.max = rq->m.route == API_FILE_PUT ? h->max_file : HTTP_MAX_JSON_BODY;
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl && strtoull(cl, NULL, 10) > rq->max) {
-		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", rq->max);
+	if (cl && strtoull(cl, NULL, 10) > rq->body.max) {
+		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", rq->body.max);
 		return send_error(h, conn, 413, NULL, msg);
 	}
 	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -561,35 +480,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (rq->m.route == API_FILE_PUT)
 		return on_put(h, conn, rq, data, size);
 	if (*size) {
-		if (!rq->too_large && rq->len + *size > rq->max) {
-			rq->too_large = true;
-			free(rq->body);
-			rq->body = NULL;
-		}
-		if (!rq->too_large) {
-			if (rq->len + *size > rq->cap) {
-				size_t cap = rq->cap ? rq->cap : 4096;
-				char *nb;
-
-				while (cap < rq->len + *size)
-					cap *= 2;
-				cap = cap > rq->max ? rq->max : cap;
-				nb = realloc(rq->body, cap);
-				if (!nb)
-					return MHD_NO;
-				rq->body = nb;
-				rq->cap = cap;
-			}
-			memcpy(rq->body + rq->len, data, *size);
-			rq->len += *size;
-		}
+		if (http_body_add(&rq->body, data, *size))
+			return MHD_NO;
 		*size = 0;
 		return MHD_YES;
 	}
-	if (rq->too_large) {
+	if (rq->body.too_large) {
 		char msg[100];
 
-		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", rq->max);
+		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", rq->body.max);
 		return send_error(h, conn, 413, NULL, msg);
 	}
 	return dispatch(h, conn, rq);
@@ -602,14 +501,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	(void)toe;
 	/* Answered: the connection waits for its next request's head. */
-	http_guard_waiting(&((struct http_server *)cls)->guard,
-			   MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT)
-				   ->socket_context, true);
+	http_guard_mark(&((struct http_server *)cls)->guard, conn, true);
 	if (!rq)
 		return;
 	/* A PUT cut short by its client: the guest's file stays as it was. */
 	put_close(cls, rq, -ECONNABORTED);
-	free(rq->body);
+	http_body_free(&rq->body);
 	free(rq);
 	*con_cls = NULL;
 }
@@ -663,7 +560,7 @@ fail:
 	return rc;
 }
 
-int http_listen_tcp(const char *addr, char *err, size_t errlen)
+int http_listen_tcp(const char *opt, const char *addr, char *err, size_t errlen)
 {
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in s4 = { .sin_family = AF_INET };
@@ -717,75 +614,38 @@ fail:
 	snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(-rc));
 	return rc;
 bad:
-	snprintf(err, errlen, "bad --listen '%s': want 127.0.0.1:PORT or [::1]:PORT", addr);
+	snprintf(err, errlen, "bad --%s '%s': want 127.0.0.1:PORT or [::1]:PORT", opt, addr);
 	return -EINVAL;
 not_loopback:
-	snprintf(err, errlen, "--listen %s: only a loopback address (127.0.0.0/8, ::1); the API "
-		 "is plain HTTP", addr);
+	snprintf(err, errlen, "--%s %s: only a loopback address (127.0.0.0/8, ::1); the API "
+		 "is plain HTTP", opt, addr);
 	return -EINVAL;
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	struct http_server *h = cls;
-
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		*socket_context = http_guard_open(&h->guard, MHD_get_connection_info(
-						  conn, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd);
-	else
-		http_guard_close(&h->guard, *socket_context);
+	http_guard_notify(&((struct http_server *)cls)->guard, conn, socket_context, toe);
 }
 
 int http_start(struct http_server *h, unsigned extra_flags)
 {
-	int rc = http_guard_start(&h->guard, HTTP_GUARD_MAX_WAITING,
-				  h->head_timeout_ms ? h->head_timeout_ms : HTTP_GUARD_TIMEOUT_MS);
-
-	if (rc)
-		return rc;
-	/* No connection timeout of libmicrohttpd's own: the guard times a
-	 * request's head; after it, a call (a streamed exec's output, a long
-	 * pause) lasts as long as it needs. */
-	h->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				     MHD_USE_ITC | extra_flags, 0, NULL, NULL, on_request, h,
-				     MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				     MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
-				     MHD_OPTION_CONNECTION_TIMEOUT, 0u,
-				     MHD_OPTION_END);
-	if (!h->daemon) {
-		http_guard_stop(&h->guard);
-		return -EIO;
-	}
-	return 0;
+	h->daemon = http_daemon_start(h->listen_fd, &h->guard, h->head_timeout_ms,
+				      HTTP_MAX_CONNECTIONS, extra_flags, on_request, on_completed,
+				      on_connection, h);
+	return h->daemon ? 0 : -EIO;
 }
 
 void http_quiesce(struct http_server *h)
 {
-	MHD_socket fd;
-
-	if (!h->daemon)
-		return;
-	fd = MHD_quiesce_daemon(h->daemon);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
-	h->listen_fd = -1;
-	if (h->unix_path[0])
+	http_daemon_quiesce(h->daemon, &h->listen_fd);
+	if (h->daemon && h->unix_path[0])
 		unlink(h->unix_path);
 }
 
 void http_stop(struct http_server *h)
 {
-	/* The daemon first: its connections' ends unregister them from the guard. */
-	if (h->daemon)
-		MHD_stop_daemon(h->daemon);
-	h->daemon = NULL;
-	http_guard_stop(&h->guard);
-	if (h->listen_fd >= 0)
-		close(h->listen_fd);
-	h->listen_fd = -1;
+	http_daemon_stop(&h->daemon, &h->guard, &h->listen_fd);
 	if (h->unix_path[0])
 		unlink(h->unix_path);
 }

@@ -251,6 +251,7 @@ static int fork_child(struct service *svc, struct sandbox *parent, const char *d
 	}
 	sb->rec = parent->rec;
 	service_copy_env(sb, parent->env, parent->nenv);
+	sb->meta = parent->meta ? json_deep_copy(parent->meta) : NULL;
 	/* Its parent's network, as its environment. */
 	if (api_net_copy(&sb->net, &parent->net)) {
 		snprintf(err, errlen, "out of memory");

@@ -11,6 +11,7 @@
 #include "lib/thread.h"
 #include "lib/log.h"
 #include "seccomp/seccomp.h"
+#include "serve/e2b_http.h"
 #include "serve/http.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
@@ -36,6 +37,7 @@
 struct serve_ctx {
 	struct service svc;
 	struct http_server http;
+	struct e2b_server e2b;     /* --e2b: listen_fd -1 without */
 	struct tokens tokens;
 	char state[PATH_MAX];
 	char socket[CONFIG_VSOCK_PATH_MAX + 1];
@@ -213,14 +215,19 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	struct service_config *cfg = &x->svc.cfg;
 	char err[300];
 	ssize_t n;
-	int fd;
+	int fd, code;
 
 	if (c->serve.socket && c->serve.listen) {
 		log_say("serve: --socket and --listen exclude each other");
 		return EXIT_USAGE;
 	}
-	if (c->serve.listen && !c->serve.tokens) {
-		log_say("serve: --listen needs --tokens FILE (a TCP port has no file permissions)");
+	if ((c->serve.listen || c->serve.e2b) && !c->serve.tokens) {
+		log_say("serve: --%s needs --tokens FILE (a TCP port has no file permissions)",
+			c->serve.listen ? "listen" : "e2b");
+		return EXIT_USAGE;
+	}
+	if (c->serve.e2b_domain && strlen(c->serve.e2b_domain) > E2B_DOMAIN_MAX) {
+		log_say("serve: --e2b-domain is longer than %d bytes", E2B_DOMAIN_MAX);
 		return EXIT_USAGE;
 	}
 	if (c->serve.tokens && tokens_load(&x->tokens, c->serve.tokens, err, sizeof(err))) {
@@ -267,7 +274,7 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		cfg->audit = x->audit;
 	}
 	if (c->serve.listen) {
-		fd = http_listen_tcp(c->serve.listen, err, sizeof(err));
+		fd = http_listen_tcp("listen", c->serve.listen, err, sizeof(err));
 	} else {
 		if (c->serve.socket)
 			snprintf(x->socket, sizeof(x->socket), "%s", c->serve.socket);
@@ -282,14 +289,21 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		log_say("serve: %s", err);
 		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
 	}
+	if (c->serve.e2b) {
+		x->e2b.listen_fd = http_listen_tcp("e2b", c->serve.e2b, err, sizeof(err));
+		if (x->e2b.listen_fd < 0) {
+			log_say("serve: %s", err);
+			code = x->e2b.listen_fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
+			x->e2b.listen_fd = -1;
+			goto out_close;
+		}
+	}
 	/* Each template read whole (after the usage checks above): one that is
 	 * no snapshot stops the start, not every create. */
 	for (unsigned i = 0; i < cfg->ntmpl; i++)
 		if (template_shape(&cfg->tmpl[i])) {
-			close(fd);
-			if (!c->serve.listen)
-				unlink(x->socket);
-			return RUN_EXIT_MAYFLY;
+			code = RUN_EXIT_MAYFLY;
+			goto out_close;
 		}
 	x->http = (struct http_server){
 		.listen_fd = fd, .svc = &x->svc, .tokens = c->serve.tokens ? &x->tokens : NULL,
@@ -297,7 +311,20 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	};
 	if (!c->serve.listen)
 		snprintf(x->http.unix_path, sizeof(x->http.unix_path), "%s", x->socket);
+	x->e2b.svc = &x->svc;
+	x->e2b.tokens = &x->tokens;
+	x->e2b.max_file = cfg->max_file;
+	snprintf(x->e2b.domain, sizeof(x->e2b.domain), "%s",
+		 c->serve.e2b_domain ? c->serve.e2b_domain : "localhost");
 	return 0;
+out_close:
+	close(fd);
+	if (!c->serve.listen)
+		unlink(x->socket);
+	if (x->e2b.listen_fd >= 0)
+		close(x->e2b.listen_fd);
+	x->e2b.listen_fd = -1;
+	return code;
 }
 
 /* Until SIGTERM or SIGINT: spawn what is asked for, reap, expire. */
@@ -345,6 +372,7 @@ int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return RUN_EXIT_MAYFLY;
 	}
 	x->http.listen_fd = -1;
+	x->e2b.listen_fd = -1;
 	code = setup(x, c);
 	if (code)
 		goto out_free;
@@ -359,25 +387,38 @@ int cmd_serve(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		service_stop(&x->svc, 0);
 		goto out_service;
 	}
-	log_say("serve: listening on %s (template %s and %u more, pool %u each, state %s)",
-		c->serve.listen ? c->serve.listen : x->socket, x->svc.cfg.tmpl[0].id,
+	if (x->e2b.listen_fd >= 0 && e2b_start(&x->e2b)) {
+		log_say("serve: cannot start E2B's HTTP server");
+		code = RUN_EXIT_MAYFLY;
+		http_quiesce(&x->http);
+		service_stop(&x->svc, 0);
+		goto out_service;
+	}
+	log_say("serve: listening on %s%s%s (template %s and %u more, pool %u each, state %s)",
+		c->serve.listen ? c->serve.listen : x->socket, c->serve.e2b ? ", E2B's API on " : "",
+		c->serve.e2b ? c->serve.e2b : "", x->svc.cfg.tmpl[0].id,
 		x->svc.cfg.ntmpl - 1, x->svc.cfg.pool, x->state);
 	loop(x, sfd);
 	http_quiesce(&x->http);
+	e2b_quiesce(&x->e2b);
 	service_stop(&x->svc, SERVE_DRAIN_GRACE_MS);
 	http_stop(&x->http);
+	e2b_stop(&x->e2b);
 	log_say("serve: drained");
 	code = 0;
 out_service:
 	service_destroy(&x->svc);
 out_http:
 	http_stop(&x->http);
+	e2b_stop(&x->e2b);
 	if (sfd >= 0)
 		close(sfd);
 	gate_close(&x->svc.gate);
 out_free:
 	if (x->http.listen_fd >= 0)
 		close(x->http.listen_fd);
+	if (x->e2b.listen_fd >= 0)
+		close(x->e2b.listen_fd);
 	explicit_bzero(&x->tokens, sizeof(x->tokens));
 	free(x);
 	return code;

@@ -119,6 +119,7 @@ int service_save_spec(const struct sandbox *sb)
 	/* Members as a create has them (adopt.c parses it as one): no empty
 	 * rule lists. */
 	if (ok && !json_object_set(o, "env", env) &&
+	    (!sb->meta || !json_object_set(o, "metadata", sb->meta)) &&
 	    (!sb->net.nallow || !json_object_set(o, "allow_net", allow)) &&
 	    (!sb->net.nresolve || !json_object_set(o, "resolve", res)))
 		text = json_dumps(o, JSON_COMPACT);
@@ -169,6 +170,7 @@ static void free_sandbox(struct sandbox *sb)
 		free(sb->env[i]);
 	free(sb->env);
 	api_net_free(&sb->net);
+	json_decref(sb->meta);
 	free(sb);
 }
 
@@ -488,8 +490,9 @@ int service_create(struct service *svc, const struct api_create *req, struct san
 		link_sandbox(svc, sb);
 		pthread_mutex_unlock(&svc->lock);
 	}
-	/* The environment: the sandbox's own, copied out of the request. */
+	/* The environment and labels: the sandbox's own, copied out of the request. */
 	service_copy_env(sb, req->env, req->nenv);
+	sb->meta = req->metadata ? json_deep_copy(req->metadata) : NULL;
 	sb->rec.cpus = req->cpus;
 	sb->rec.mem_mib = req->mem_mib;
 	sb->rec.disk_quota = req->disk_quota;
@@ -655,14 +658,46 @@ json_t *service_sandbox_json(const struct sandbox *sb)
 
 	for (int i = 0; allow && i < sb->net.nallow; i++)
 		json_array_append_new(allow, json_string(sb->net.allow[i]));
-	return json_pack("{s:s, s:s, s:s*, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o*}",
+	return json_pack("{s:s, s:s, s:s*, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o*, s:O*}",
 			 "id", sb->id, "state", state_names[sb->state],
 			 "reason", sb->reason[0] ? sb->reason : NULL, "template", sb->rec.template,
 			 "created", (json_int_t)sb->created, "cpus", (json_int_t)sb->rec.cpus,
 			 "mem", (json_int_t)sb->rec.mem_mib, "ttl", (json_int_t)sb->rec.ttl_s,
 			 "idle_timeout", (json_int_t)sb->rec.idle_s, "calls", sb->calls,
 			 "idle_s", (json_int_t)((clock_now_ns() - sb->last_used_ns) / NS_PER_S),
-			 "allow_net", allow);
+			 "allow_net", allow, "metadata", sb->meta);
+}
+
+int service_set_timeout(struct service *svc, const char *id, unsigned timeout_s, char *err,
+			size_t errlen)
+{
+	struct sandbox *sb;
+	uint64_t ttl;
+	int st = 0;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	if (!sb) {
+		snprintf(err, errlen, "no sandbox '%s'", id);
+		st = 404;
+	} else if (sb->state != SB_RUNNING && sb->state != SB_PAUSED) {
+		snprintf(err, errlen, "sandbox %s is %s", id, state_names[sb->state]);
+		st = 409;
+	} else {
+		ttl = (clock_now_ns() - sb->created_ns) / NS_PER_S + timeout_s;
+		if (ttl > API_MAX_TTL_S) {
+			snprintf(err, errlen, "a sandbox lives at most %u s from its creation",
+				 API_MAX_TTL_S);
+			st = 400;
+		} else {
+			sb->rec.ttl_s = (unsigned)ttl;
+			/* Under the lock: no pause or resume (each rewrites the
+			 * record) begins meanwhile. */
+			service_record(sb, sb->state == SB_PAUSED ? "paused" : "running");
+		}
+	}
+	pthread_mutex_unlock(&svc->lock);
+	return st;
 }
 
 json_t *service_get_json(struct service *svc, const char *id)

@@ -65,6 +65,7 @@ struct sandbox {
 	char **env;                /* "K=V" for every exec */
 	int nenv;
 	struct api_net net;        /* given to each of its VM processes (resume, fork) */
+	json_t *meta;              /* a create's "metadata" (owned), or NULL */
 	int calls;                 /* in flight: a delete waits for none (else 409) */
 	struct exec_slot *execs;   /* running execs, for their signals */
 	struct sandbox *next;
@@ -157,6 +158,12 @@ void service_hold(struct service *svc, struct sandbox *sb);
 /* Hold a running sandbox for its pause: SB_PAUSING, its calls counted up
  * (service_put after live_pause). 0; 404; 409 not running or busy. */
 int service_begin_pause(struct service *svc, const char *id, struct sandbox **out, char *err,
+			size_t errlen);
+
+/* The sandbox id ends (is deleted, running or paused) timeout_s from now:
+ * its ttl set to that and recorded. 0; 404 none; 409 neither running
+ * nor paused; 400 past API_MAX_TTL_S from its creation. */
+int service_set_timeout(struct service *svc, const char *id, unsigned timeout_s, char *err,
 			size_t errlen);
 
 /* Delete: 0 (204); 404; 409 while calls are in flight. */

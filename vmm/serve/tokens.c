@@ -145,19 +145,28 @@ static bool same(const char *a, size_t alen, const char *b, size_t blen)
 	return alen && !diff;
 }
 
+const char *tokens_find(const struct tokens *t, const char *secret)
+{
+	const char *found = NULL;
+	size_t len;
+
+	if (!secret)
+		return NULL;
+	len = strnlen(secret, TOKEN_MAX_LEN + 1);
+	for (int i = 0; i < t->n; i++)
+		if (same(secret, len, t->t[i].secret, t->t[i].len) && !found)
+			found = t->t[i].name;
+	return found;
+}
+
 const char *tokens_check(const struct tokens *t, const char *authorization)
 {
-	const char *found = NULL, *tok;
-	size_t len;
+	const char *tok;
 
 	if (!authorization || strncasecmp(authorization, "Bearer ", 7))
 		return NULL;
 	tok = authorization + 7;
 	while (*tok == ' ')
 		tok++;
-	len = strnlen(tok, TOKEN_MAX_LEN + 1);
-	for (int i = 0; i < t->n; i++)
-		if (same(tok, len, t->t[i].secret, t->t[i].len) && !found)
-			found = t->t[i].name;
-	return found;
+	return tokens_find(t, tok);
 }

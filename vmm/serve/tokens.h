@@ -33,5 +33,7 @@ int tokens_load(struct tokens *t, const char *path, char *err, size_t errlen);
  * ("Bearer TOKEN"), or NULL (no header, another scheme, no such token).
  * Every token is compared, each in time independent of where it differs. */
 const char *tokens_check(const struct tokens *t, const char *authorization);
+/* The same for the secret itself (E2B's X-API-KEY and X-Access-Token). */
+const char *tokens_find(const struct tokens *t, const char *secret);
 
 #endif

@@ -1,0 +1,310 @@
+// sdk-tests.mjs - the official E2B JS SDK (`e2b` from the npm registry, unmodified)
+// driving `mayfly serve --e2b` through its public API only: sandboxes, commands,
+// pty, files, pause and resume, listing, published ports and refusals. Prints TAP:
+// one point per case, "ok N - what" or "not ok N - what # why", then the plan
+// "1..N". Every case has a time budget, so the script never hangs; it kills
+// every sandbox it created and never prints a key or token.
+// Exit 0 when every point passed, 1 otherwise.
+//
+// usage: node sdk-tests.mjs   (configured from the environment)
+//   E2B_API_URL, E2B_SANDBOX_URL  http://127.0.0.1:PORT (read by the SDK itself)
+//   E2B_API_KEY        a valid key (read by the SDK itself)
+//   E2B_TEST_BAD_KEY   a key the server refuses
+//   E2B_TEST_TEMPLATE  the template sandboxes are created from (default "base")
+//   E2B_TEST_CASES     a comma list of case names to run (default: all but
+//                      published-port, which runs only when listed)
+import http from "node:http";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  Sandbox, AuthenticationError, CommandExitError, FileNotFoundError,
+  SandboxNotFoundError, TimeoutError,
+} from "e2b";
+
+const template = process.env.E2B_TEST_TEMPLATE || "base";
+const badKey = process.env.E2B_TEST_BAD_KEY || "";
+const wanted = (process.env.E2B_TEST_CASES || "").split(",").map((s) => s.trim()).filter(Boolean);
+const secrets = [process.env.E2B_API_KEY, badKey].filter(Boolean);
+
+// --- helpers -------------------------------------------------------------
+
+// A failed expectation: the case stops and its TAP point says why.
+function expect(ok, what, got) {
+  if (!ok) throw new Error(`${what}; got ${describe(got)}`);
+}
+
+// A value or an error as one short line, with keys and tokens blanked out.
+function describe(v) {
+  let s = v instanceof Error ? `${v.constructor.name}: ${v.message}` : JSON.stringify(v) ?? String(v);
+  for (const secret of secrets) s = s.split(secret).join("***");
+  return s.replace(/\s+/g, " ").slice(0, 300);
+}
+
+// The error p rejects with; a case fails if it resolves instead.
+async function rejection(p, what) {
+  const r = await p.then((v) => ({ v }), (e) => ({ e }));
+  if (!r.e) throw new Error(`${what} resolved; expected an error`);
+  return r.e;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function within(ms, p, what) {
+  let timer;
+  const t = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`${what}: no result in ${ms / 1000} s`)), ms); });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+const sha256 = (b) => createHash("sha256").update(b).digest("hex");
+
+// Every sandbox the script made and has not killed yet.
+const live = new Set();
+async function create(opts = {}) {
+  const sbx = await Sandbox.create(template, { timeoutMs: 120_000, ...opts });
+  live.add(sbx);
+  if (sbx.trafficAccessToken) secrets.push(sbx.trafficAccessToken);
+  return sbx;
+}
+async function kill(sbx) {
+  live.delete(sbx);
+  return await within(30_000, sbx.kill(), `kill ${sbx.sandboxId}`);
+}
+
+// The sandbox most cases share, made by the first case that needs it.
+let shared, sharedSbx;
+const box = () => (shared ??= create({ metadata: { suite: "e2b" }, envs: { GREETING: "hello" } })
+  .then((sbx) => (sharedSbx = sbx)));
+
+// One request to the E2B port, addressed to a published port by its Host header.
+function getPublished(host, token) {
+  const { hostname, port } = new URL(process.env.E2B_SANDBOX_URL || process.env.E2B_API_URL);
+  const headers = { Host: host, ...(token ? { "e2b-traffic-access-token": token } : {}) };
+  return new Promise((resolve, reject) => {
+    const req = http.get({ hostname, port, path: "/", headers, timeout: 5000 }, (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d)).on("end", () => resolve({ status: res.statusCode, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error("request timed out"))).on("error", reject);
+  });
+}
+
+// --- the cases: [name, budget in s, what the TAP point says, body] --------
+
+const cases = [
+  ["create", 120, "Sandbox.create gives a running sandbox with its metadata and template", async () => {
+    const sbx = await box();
+    expect(typeof sbx.sandboxId === "string" && sbx.sandboxId !== "", "a sandboxId", sbx.sandboxId);
+    const info = await sbx.getInfo();
+    expect(info.sandboxId === sbx.sandboxId && info.state === "running", "getInfo: the id, state running", info);
+    expect(info.metadata?.suite === "e2b", "getInfo: metadata {suite: 'e2b'}", info.metadata);
+    expect(info.templateId === template || info.name === template, `getInfo: template ${template}`, info);
+  }],
+
+  ["run", 60, "commands.run: stdout, stderr, exit code, the create envs and callbacks", async () => {
+    const sbx = await box();
+    let out = "", err = "";
+    const r = await sbx.commands.run("echo $GREETING; echo err >&2",
+      { onStdout: (d) => (out += d), onStderr: (d) => (err += d) });
+    expect(r.stdout === "hello\n" && r.stderr === "err\n" && r.exitCode === 0, "hello / err / 0", r);
+    expect(out === "hello\n" && err === "err\n", "callbacks saw the same output", { out, err });
+  }],
+
+  ["exit", 60, "a non-zero exit throws CommandExitError with the exit code", async () => {
+    const e = await rejection((await box()).commands.run("exit 3"), "run('exit 3')");
+    expect(e instanceof CommandExitError && e.exitCode === 3, "CommandExitError, exitCode 3", e);
+  }],
+
+  ["timeout", 60, "a command over its timeoutMs throws TimeoutError", async () => {
+    const sbx = await box();
+    const t0 = Date.now();
+    const e = await rejection(sbx.commands.run("sleep 30", { timeoutMs: 1000 }), "run('sleep 30')");
+    expect(e instanceof TimeoutError, "TimeoutError", e);
+    expect(Date.now() - t0 < 10_000, "within 10 s", `${Date.now() - t0} ms`);
+  }],
+
+  ["background", 60, "a background command is listed, killed, and ends with a signal", async () => {
+    const sbx = await box();
+    const h = await sbx.commands.run("sleep 60", { background: true });
+    expect(Number.isInteger(h.pid) && h.pid > 0, "a pid", h.pid);
+    let pids = (await sbx.commands.list()).map((p) => p.pid);
+    expect(pids.includes(h.pid), `commands.list has ${h.pid}`, pids);
+    expect(await h.kill() === true, "kill() is true", false);
+    const e = await rejection(h.wait(), "wait() after kill");
+    expect(e instanceof CommandExitError && e.exitCode !== 0, "CommandExitError, exitCode not 0", e);
+    for (let i = 0; i < 10 && pids.includes(h.pid); i++) {   // the listing may lag the end event a little
+      await sleep(200);
+      pids = (await sbx.commands.list()).map((p) => p.pid);
+    }
+    expect(!pids.includes(h.pid), `commands.list no longer has ${h.pid}`, pids);
+  }],
+
+  ["stdin", 60, "sendStdin and closeStdin feed a background command", async () => {
+    const sbx = await box();
+    const h = await sbx.commands.run("cat", { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, "from stdin\n");
+    await sbx.commands.closeStdin(h.pid);
+    const r = await h.wait();
+    expect(r.stdout === "from stdin\n" && r.exitCode === 0, "cat echoes its stdin, exit 0", r);
+  }],
+
+  ["pty", 60, "pty.create, resize and sendInput run an interactive shell", async () => {
+    const sbx = await box();
+    const dec = new TextDecoder();
+    let data = "";
+    const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (data += dec.decode(d, { stream: true })) });
+    await sbx.pty.resize(h.pid, { cols: 100, rows: 30 });
+    // $((6*7)) and stty's answer appear only in the output, not in the echoed input.
+    await sbx.pty.sendInput(h.pid, new TextEncoder().encode("echo pty-$((6*7)); stty size; exit\n"));
+    const r = await h.wait();
+    expect(r.exitCode === 0, "the shell exits 0", r);
+    expect(data.includes("pty-42"), "onData has pty-42", data);
+    expect(data.includes("30 100"), "stty size after resize is 30 100", data);
+  }],
+
+  ["files", 60, "write, read, list, exists, makeDir, rename, remove, a missing file", async () => {
+    const { files } = await box();
+    expect(await files.makeDir("/tmp/dir") === true, "makeDir of a new dir is true", false);
+    const w = await files.write("/tmp/dir/a.txt", "some text\n");
+    expect(w.path === "/tmp/dir/a.txt" && w.name === "a.txt", "write names the file", w);
+    expect(await files.read("/tmp/dir/a.txt") === "some text\n", "read gives what write wrote", null);
+    const list = await files.list("/tmp/dir");
+    expect(list.length === 1 && list[0].name === "a.txt" && list[0].type === "file" &&
+      list[0].path === "/tmp/dir/a.txt" && list[0].size === 10, "list shows a.txt, a 10-byte file", list);
+    expect(await files.exists("/tmp/dir/a.txt") === true, "exists of the file", false);
+    expect(await files.exists("/tmp/dir/none") === false, "exists of a missing file is false", true);
+    expect(await files.makeDir("/tmp/dir") === false, "makeDir of an existing dir is false", true);
+    const m = await files.rename("/tmp/dir/a.txt", "/tmp/dir/b.txt");
+    expect(m.path === "/tmp/dir/b.txt", "rename gives the new path", m);
+    expect(await files.read("/tmp/dir/b.txt") === "some text\n" && !(await files.exists("/tmp/dir/a.txt")),
+      "the content moved to b.txt", null);
+    await files.remove("/tmp/dir/b.txt");
+    expect(await files.exists("/tmp/dir/b.txt") === false, "exists after remove is false", true);
+    const e = await rejection(files.read("/tmp/dir/missing"), "read of a missing file");
+    expect(e instanceof FileNotFoundError, "FileNotFoundError", e);
+  }],
+
+  ["bigfile", 300, "a 64 MiB file written as bytes and as a stream reads back intact", async () => {
+    const sbx = await box();
+    const data = new Uint8Array(randomBytes(64 << 20));
+    const sum = sha256(data);
+    const inSandbox = async () => (await sbx.commands.run("sha256sum /tmp/big.bin")).stdout.split(" ")[0];
+    await sbx.files.write("/tmp/big.bin", data);                  // multipart upload
+    let got = await inSandbox();
+    expect(got === sum, `sha256sum in the sandbox is ${sum} (Uint8Array upload)`, got);
+    const back = await sbx.files.read("/tmp/big.bin", { format: "bytes" });
+    expect(back.length === data.length && sha256(back) === sum, "read back: same length and sha256", back.length);
+    await sbx.files.remove("/tmp/big.bin");
+    await sbx.files.write("/tmp/big.bin", new Blob([data]).stream()); // octet-stream upload
+    got = await inSandbox();
+    expect(got === sum, `sha256sum in the sandbox is ${sum} (ReadableStream upload)`, got);
+    await sbx.files.remove("/tmp/big.bin");
+  }],
+
+  ["list", 60, "Sandbox.list shows the sandbox running", async () => {
+    const sbx = await box();
+    const paginator = Sandbox.list();
+    let found;
+    while (!found && paginator.hasNext) found = (await paginator.nextItems()).find((s) => s.sandboxId === sbx.sandboxId);
+    expect(found?.state === "running", `${sbx.sandboxId} listed, running`, found);
+  }],
+
+  ["settimeout", 60, "setTimeout moves the sandbox's end", async () => {
+    const sbx = await box();
+    await sbx.setTimeout(300_000);
+    const left = (await sbx.getInfo()).endAt.getTime() - Date.now();
+    expect(left > 200_000 && left <= 310_000, "endAt about 300 s away", `${left} ms`);
+  }],
+
+  ["pause", 180, "pause, then Sandbox.connect resumes with files and processes intact", async () => {
+    const sbx = await create();
+    await sbx.files.write("/tmp/keep.txt", "kept\n");
+    // mayfly ends a command with its stream (docs/e2b.md): a process that
+    // outlives the pause is one started apart from its command.
+    const pid = (await sbx.commands.run("setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!")).stdout.trim();
+    const h = await sbx.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    await h.disconnect();   // right after: the pause waits for that command to end
+    expect(await sbx.pause() === true, "pause() is true", false);
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    expect(info.state === "paused", "getInfo: state paused", info.state);
+    const again = await Sandbox.connect(sbx.sandboxId);
+    expect((await again.getInfo()).state === "running", "running after connect", null);
+    expect(await again.files.read("/tmp/keep.txt") === "kept\n", "the file survived", null);
+    const alive = await again.commands.run(`kill -0 ${pid} && echo alive`);
+    expect(/^[0-9]+$/.test(pid) && alive.stdout === "alive\n", `the detached sleep ${pid} still runs`, alive.stdout);
+  }],
+
+  ["host", 30, "getHost(8000) names the port and the sandbox", async () => {
+    const sbx = await box();
+    const host = sbx.getHost(8000);
+    expect(host === `8000-${sbx.sandboxId}.${sbx.sandboxDomain}`, `8000-${sbx.sandboxId}.<domain>`, host);
+  }],
+
+  // Only when listed in E2B_TEST_CASES: it needs the server to publish ports.
+  ["published-port", 120, "a published port answers its own traffic token only", async () => {
+    const [a, b] = await Promise.all([0, 1].map(() => create({ network: { allowPublicTraffic: false } })));
+    expect(a.trafficAccessToken && b.trafficAccessToken && a.trafficAccessToken !== b.trafficAccessToken,
+      "each sandbox has its own trafficAccessToken", null);
+    await a.files.write("/tmp/www/index.html", "published\n");
+    await a.commands.run("cd /tmp/www && if command -v python3 >/dev/null; then exec python3 -m http.server 8000; " +
+      "else exec busybox httpd -f -p 8000; fi", { background: true, timeoutMs: 0 });
+    const host = a.getHost(8000);
+    let r;
+    for (let i = 0; i < 50 && r?.status !== 200; i++) {      // the server needs a moment to listen
+      if (i) await sleep(300);
+      r = await getPublished(host, a.trafficAccessToken).catch((e) => ({ status: 0, body: String(e) }));
+    }
+    expect(r.status === 200 && r.body === "published\n", "200 and index.html with its own token", r);
+    r = await getPublished(host, b.trafficAccessToken);
+    expect(r.status === 401 || r.status === 403, "401/403 with another sandbox's token", r.status);
+    r = await getPublished(host, null);
+    expect(r.status === 401 || r.status === 403, "401/403 without a token", r.status);
+  }],
+
+  ["many", 300, "ten sandboxes at once, each with its own envs", async () => {
+    const outs = await Promise.all([...Array(10).keys()].map(async (i) => {
+      const sbx = await create({ envs: { I: String(i) } });
+      const out = (await sbx.commands.run("echo $I")).stdout;
+      return (await kill(sbx)) === true ? out : "not killed";
+    }));
+    expect(outs.every((o, i) => o === `${i}\n`), "outputs 0..9, each sandbox killed", outs);
+  }],
+
+  ["badkey", 60, "a wrong API key is an AuthenticationError", async () => {
+    const r = await Sandbox.create(template, { apiKey: badKey, timeoutMs: 60_000 }).then(
+      (s) => { live.add(s); return s; }, (e) => e);
+    expect(r instanceof AuthenticationError, "AuthenticationError", r instanceof Sandbox ? "a sandbox" : r);
+  }],
+
+  ["kill", 60, "kill ends the sandbox; a second kill is false; getInfo is not found", async () => {
+    const sbx = await create();
+    expect(await kill(sbx) === true, "kill() is true", false);
+    expect(await Sandbox.kill(sbx.sandboxId) === false, "Sandbox.kill again is false", true);
+    const e = await rejection(Sandbox.getInfo(sbx.sandboxId), "getInfo of a killed sandbox");
+    expect(e instanceof SandboxNotFoundError, "SandboxNotFoundError", e);
+  }],
+];
+
+// --- the run -------------------------------------------------------------
+
+const names = cases.map((c) => c[0]);
+const unknown = wanted.filter((n) => !names.includes(n));
+const run = cases.filter(([name]) => wanted.length ? wanted.includes(name) : name !== "published-port");
+let n = 0, failed = 0;
+for (const name of unknown) {
+  failed++;
+  console.log(`not ok ${++n} - ${name} # no such case (the cases: ${names.join(",")})`);
+}
+for (const [name, budget, what, body] of run) {
+  const before = new Set(live);
+  try {
+    await within(budget * 1000, body(), name);
+    console.log(`ok ${++n} - ${name}: ${what}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok ${++n} - ${name}: ${what} # ${describe(e)}`);
+  } finally {
+    // The sandboxes this case made (all but the shared one), killed even when it failed.
+    await Promise.all([...live].filter((s) => !before.has(s) && s !== sharedSbx).map((s) => kill(s).catch(() => {})));
+  }
+}
+// The shared sandbox, and any a timed-out case made after its cleanup ran.
+await Promise.all([...live].map((s) => kill(s).catch(() => {})));
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);

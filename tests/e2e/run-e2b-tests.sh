@@ -1,0 +1,97 @@
+#!/bin/sh
+# run-e2b-tests.sh - mayfly serve --e2b end to end with the official E2B JS SDK
+# (tests/e2e/e2b-client: `e2b` from the npm registry, unmodified, driven
+# through its public API only) in sandboxes of the Debian agent image (the
+# SDK runs commands with /bin/bash): each of the SDK script's cases a point,
+# then what the service must show for them (the calls in its audit log under
+# the key's name, nothing left after the drain). Prints TAP.
+#
+# usage: run-e2b-tests MAYFLY GUESTDIR E2BCLIENT
+#   GUESTDIR   the default guest's kernel (vmlinux)
+#   E2BCLIENT  the directory tests/e2e/e2b-client/prepare made: node,
+#              sdk-tests.mjs, node_modules
+#   $MAYFLY_TEST_DATA/agent.ext4  the agent image (tests/run-in-kvm --data)
+#
+# POSIX sh with busybox tools only: it also runs inside the harness's minimal L1.
+# Exit status: 0 all passed, 1 a point failed, 2 usage, 3 could not run.
+
+set -u
+
+# shellcheck source-path=SCRIPTDIR source=tap.sh
+. "$(dirname "$0")/tap.sh"
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cat ls
+[ $# -eq 3 ] || usage "run-e2b-tests MAYFLY GUESTDIR E2BCLIENT"
+mayfly=$1
+guestdir=$2
+client=$3
+case $client in /*) ;; *) client=$(pwd)/$client ;; esac
+
+need_mayfly
+need_agent_image
+[ -x "$client/node" ] && [ -r "$client/sdk-tests.mjs" ] && [ -d "$client/node_modules" ] ||
+	bail "$client lacks node, sdk-tests.mjs or node_modules"
+need_kvm e2e-suite
+tap_workdir e2b-tests
+agent_guest
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null || bail "cannot bring lo up here"
+
+key=e2b-key-0123456789abcdef0123
+port=49987
+printf '# the SDK\nsdk %s\n' "$key" >"$work/tokens"
+chmod 600 "$work/tokens"
+spid=""
+tap_cleanup() {
+	[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null
+}
+tap_diag() {
+	tap_tail 5 "# service: " "$work/serve.err"
+}
+
+echo "# starting mayfly serve --e2b (makes the agent image's snapshot once: minutes nested)"
+"$mayfly" serve --state "$work/state" --tokens "$work/tokens" --e2b "127.0.0.1:$port" \
+	--ephemeral --audit "$work/audit.log" >"$work/serve.err" 2>&1 &
+spid=$!
+i=0
+while ! grep -q "E2B's API on" "$work/serve.err" && kill -0 "$spid" 2>/dev/null && [ $i -lt 1200 ]; do
+	sleep 0.5
+	i=$((i + 1))
+done
+grep -q "E2B's API on 127.0.0.1:$port" "$work/serve.err" ||
+	bail "mayfly serve --e2b did not start: $(tail -n 5 "$work/serve.err")"
+
+# The SDK's own TAP, each point as one of ours.
+E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
+	E2B_API_KEY="$key" E2B_TEST_BAD_KEY=wrong-key-0123456789abcdef \
+	timeout -k 5 1200 "$client/node" "$client/sdk-tests.mjs" >"$work/sdk.tap" 2>"$work/sdk.err"
+rc=$?
+while IFS= read -r line; do
+	case $line in
+	"ok "*) tap "SDK: ${line#ok * - }" ;;
+	"not ok "*)
+		rest=${line#not ok * - }
+		fail "${rest#* # }"
+		tap "SDK: ${rest%% # *}"
+		;;
+	esac
+done <"$work/sdk.tap"
+grep -q '^1\.\.[1-9]' "$work/sdk.tap" || fail "the SDK script ended without its plan: $(tail -n 3 "$work/sdk.err")"
+[ $rc -le 1 ] || fail "the SDK script exited $rc: $(tail -n 3 "$work/sdk.err")"
+tap "the SDK script ran to its end (exit $rc)"
+
+# Its calls went through the service's gate: in the audit log, by the
+# key's name.
+grep -q '"caller":"sdk"' "$work/audit.log" || fail "no call of the key 'sdk' in the audit log"
+grep -q '"tool":"exec"' "$work/audit.log" || fail "no exec in the audit log"
+grep -q '"tool":"write_file"' "$work/audit.log" || fail "no write_file in the audit log"
+"$mayfly" audit verify "$work/audit.log" >"$work/verify.out" 2>&1 || fail "audit verify: $(tail -n 2 "$work/verify.out")"
+tap "the SDK's commands and files are in the audit log under the key's name, the chain verified"
+
+kill -TERM "$spid"
+wait "$spid"
+spid=""
+left=$(ls "$work/state/sb" 2>/dev/null | wc -l | tr -d ' ')
+[ "$left" -eq 0 ] || fail "$left sandbox directories left after the drain"
+! ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 || fail "VM cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
+tap "the --ephemeral service drains: no sandbox, VM or cgroup left"
+
+tap_end

@@ -1,0 +1,529 @@
+/* test_serve_e2b.c - mayfly serve's E2B front end (vmm/serve/e2b_*.c) on a real loopback port, its sandboxes run by fake_vmm (the real guest agent on the host, no KVM): E2B's shapes and codes as the SDK reads them, and what a hostile client sends: wrong keys, malformed envelopes, content types, bodies, filters. The SDK itself drives it in the e2e suite (tests/e2e/run-e2b-tests.sh). */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serve/connect.h"
+#include "serve/e2b_http.h"
+#include "serve/service.h"
+#include "lib/fs_tree.h"
+#include "serve_loop.h"
+
+#define KEY   "e2b-key-0123456789abcdef"
+#define HKEY  "X-API-KEY: " KEY "\r\n"
+#define JSON  "Content-Type: application/json\r\n"
+
+static char root[] = "/tmp/serve-e2b-XXXXXX";
+static char state[64], home[64];
+static struct service *svc;
+static struct e2b_server e2b;
+static struct tokens tokens;
+static uint16_t port;
+static struct serve_loop main_loop;
+
+/* A listening socket on 127.0.0.1, its port the kernel's choice. */
+static int listen_any(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(fd, 64), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void setup(void)
+{
+	const char *fake = getenv("FAKE_VMM");
+	char err[200];
+
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_not_null(fake, "FAKE_VMM is not set");
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(home, sizeof(home), "%s/home", root);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	cr_assert_eq(mkdir(home, 0700), 0);
+	setenv("FAKE_VMM_HOME", home, 1);
+	svc = calloc(1, sizeof(*svc));
+	svc->cfg.ephemeral = true;
+	svc->cfg.state = state;
+	snprintf(svc->cfg.exe, sizeof(svc->cfg.exe), "%s", fake);
+	snprintf(svc->cfg.tmpl[0].name, sizeof(svc->cfg.tmpl[0].name), "default");
+	snprintf(svc->cfg.tmpl[0].id, sizeof(svc->cfg.tmpl[0].id), "fake");
+	snprintf(svc->cfg.tmpl[0].dir, sizeof(svc->cfg.tmpl[0].dir), "%s", root);
+	svc->cfg.tmpl[0].cpus = 1;
+	svc->cfg.tmpl[0].mem_mib = 256;
+	svc->cfg.ntmpl = 1;
+	svc->cfg.max_sandboxes = 8;
+	svc->cfg.call_timeout_s = 10;
+	svc->cfg.max_output = 1 << 20;
+	svc->cfg.max_file = 1 << 20;
+	cr_assert_eq(service_start(svc), 0);
+	serve_loop_start(&main_loop, svc);
+	cr_assert_eq(tokens_parse(&tokens, "sdk " KEY "\n", strlen("sdk " KEY "\n"), err,
+				  sizeof(err)), 0);
+	e2b = (struct e2b_server){ .listen_fd = listen_any(), .svc = svc, .tokens = &tokens,
+				   .max_file = 1 << 20, .head_timeout_ms = 2000 };
+	snprintf(e2b.domain, sizeof(e2b.domain), "mayfly.test");
+	cr_assert_eq(e2b_start(&e2b), 0);
+}
+
+static void teardown(void)
+{
+	e2b_stop(&e2b);
+	service_stop(svc, 0);
+	serve_loop_stop(&main_loop);
+	service_destroy(svc);
+	free(svc);
+	fs_remove_tree(root);
+}
+
+TestSuite(serve_e2b, .init = setup, .fini = teardown, .timeout = 60);
+
+struct reply {
+	int status;
+	char head[2048];
+	char *body;                /* malloc'd, NUL-terminated */
+	size_t len;
+};
+
+/* A chunked body (a stream's) as its bytes, in place. */
+static void dechunk(struct reply *r)
+{
+	size_t in = 0, out = 0;
+
+	for (;;) {
+		char *end;
+		unsigned long n = strtoul(r->body + in, &end, 16);
+
+		cr_assert(end != r->body + in && !strncmp(end, "\r\n", 2), "a chunk's size");
+		in = (size_t)(end - r->body) + 2;
+		if (!n)
+			break;
+		cr_assert_leq(in + n + 2, r->len, "a cut chunk");
+		memmove(r->body + out, r->body + in, n);
+		out += n;
+		in += n + 2;
+	}
+	r->len = out;
+	r->body[out] = '\0';
+}
+
+/* One request on a new connection (Connection: close), the whole reply;
+ * a body sent as it is (binary allowed). */
+static void request(const char *method, const char *url, const char *headers, const void *body,
+		    size_t body_len, struct reply *r)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 10 };
+	size_t got = 0, cap = 1 << 16, hl;
+	char head[2048], *buf = malloc(cap), *sep;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ssize_t n;
+
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	hl = (size_t)snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			      "%sContent-Length: %zu\r\n\r\n", method, url, headers ? headers : "",
+			      body_len);
+	cr_assert_eq(write(fd, head, hl), (ssize_t)hl);
+	if (body_len)
+		(void)!write(fd, body, body_len);
+	while ((n = read(fd, buf + got, cap - 1 - got)) > 0) {
+		got += (size_t)n;
+		if (got == cap - 1)
+			buf = realloc(buf, cap *= 2);
+	}
+	close(fd);
+	buf[got] = '\0';
+	memset(r, 0, sizeof(*r));
+	cr_assert_eq(sscanf(buf, "HTTP/1.1 %d", &r->status), 1, "reply: %s", buf);
+	sep = strstr(buf, "\r\n\r\n");
+	cr_assert_not_null(sep);
+	snprintf(r->head, sizeof(r->head), "%.*s", (int)(sep - buf), buf);
+	r->len = got - (size_t)(sep + 4 - buf);
+	r->body = malloc(r->len + 1);
+	memcpy(r->body, sep + 4, r->len);
+	r->body[r->len] = '\0';
+	free(buf);
+	if (strcasestr(r->head, "Transfer-Encoding: chunked"))
+		dechunk(r);
+}
+
+static json_t *json_of(const struct reply *r)
+{
+	json_t *j = json_loads(r->body, 0, NULL);
+
+	cr_assert_not_null(j, "not JSON (%d): %s", r->status, r->body);
+	return j;
+}
+
+/* A control-plane error as the SDK reads it: the status, and the same
+ * number as "code" in the body. */
+static void assert_e2b_error(struct reply *r, int status)
+{
+	json_t *j = json_of(r);
+
+	cr_assert_eq(r->status, status, "status %d: %s", r->status, r->body);
+	cr_assert_eq(json_integer_value(json_object_get(j, "code")), status, "%s", r->body);
+	cr_assert(json_is_string(json_object_get(j, "message")), "%s", r->body);
+	json_decref(j);
+	free(r->body);
+}
+
+/* A unary Connect error: its status and code name. */
+static void assert_connect_error(struct reply *r, int status, const char *code)
+{
+	json_t *j = json_of(r);
+
+	cr_assert_eq(r->status, status, "status %d: %s", r->status, r->body);
+	cr_assert(strstr(r->head, "Content-Type: application/json"), "%s", r->head);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "code")), code, "%s", r->body);
+	json_decref(j);
+	free(r->body);
+}
+
+static void create(const char *body, char *id)
+{
+	struct reply r;
+	json_t *j;
+
+	request("POST", "/v2/sandboxes", HKEY JSON, body, strlen(body), &r);
+	cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+	j = json_of(&r);
+	snprintf(id, API_ID_MAX + 1, "%s", json_string_value(json_object_get(j, "sandboxID")));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "envdVersion")), E2B_ENVD_VERSION);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "envdAccessToken")), KEY);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "domain")), "mayfly.test");
+	json_decref(j);
+	free(r.body);
+}
+
+/* An envd request's headers for sandbox id, with more after. */
+static void envd_headers(char *out, size_t len, const char *id, const char *more)
+{
+	snprintf(out, len, "E2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " KEY
+		 "\r\n%s", id, more);
+}
+
+Test(serve_e2b, the_key_is_checked_before_the_route_and_errors_carry_their_code)
+{
+	struct reply r;
+
+	request("GET", "/v2/sandboxes", NULL, NULL, 0, &r);
+	assert_e2b_error(&r, 401);
+	request("GET", "/no/such/route", "X-API-KEY: wrong-key-0123456789abcdef\r\n", NULL, 0, &r);
+	assert_e2b_error(&r, 401);
+	request("GET", "/no/such/route", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	request("PUT", "/v2/sandboxes", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 405);
+	request("GET", "/sandboxes/nope", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	request("GET", "/sandboxes/a%2Fb", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	/* envd's token, and a sandbox id that is not one. */
+	request("GET", "/health", "E2b-Sandbox-Id: abc\r\nX-Access-Token: nope-0123456789abcdef\r\n",
+		NULL, 0, &r);
+	assert_e2b_error(&r, 401);
+	request("GET", "/health", "E2b-Sandbox-Id: ../x\r\nX-Access-Token: " KEY "\r\n", NULL, 0, &r);
+	assert_e2b_error(&r, 400);
+}
+
+Test(serve_e2b, create_refuses_bad_members_with_serves_own_checks)
+{
+	static const char *const bad[] = {
+		"[1]", "{\"templateID\":7}", "{\"timeout\":-1}", "{\"timeout\":\"x\"}",
+		"{\"envVars\":{\"A\":1}}", "{\"envVars\":{\"A=B\":\"x\"}}", "{\"metadata\":[1]}",
+		"{\"templateID\":\"nope\"}", "{\"timeout\":99999999}", "not json",
+	};
+	struct reply r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		request("POST", "/v2/sandboxes", HKEY JSON, bad[i], strlen(bad[i]), &r);
+		cr_assert_eq(r.status, 400, "%s: %d %s", bad[i], r.status, r.body);
+		assert_e2b_error(&r, 400);
+	}
+	request("GET", "/v2/sandboxes", HKEY, NULL, 0, &r);
+	cr_assert_str_eq(r.body, "[]\n", "no sandbox was made: %s", r.body);
+	free(r.body);
+}
+
+Test(serve_e2b, list_get_timeout_pause_and_kill_as_the_sdk_reads_them)
+{
+	char a[API_ID_MAX + 1], b[API_ID_MAX + 1], url[200], next[64] = "";
+	struct reply r;
+	json_t *j;
+	char *h;
+
+	create("{\"templateID\":\"base\",\"timeout\":120,\"metadata\":{\"a b\":\"c&d\"},"
+	       "\"envVars\":{\"G\":\"hi\"}}", a);
+	create("{\"metadata\":{\"k\":\"v\"}}", b);
+	/* The SDK's metadata filter: each key and value percent-encoded, the
+	 * pairs URL-encoded again, the whole once more by the query. */
+	request("GET", "/v2/sandboxes?state=running,paused&metadata=a%252520b%3Dc%252526d", HKEY,
+		NULL, 0, &r);
+	j = json_of(&r);
+	cr_assert_eq(json_array_size(j), 1, "%s", r.body);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "sandboxID")), a);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "templateID")),
+			 "base");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+				 json_array_get(j, 0), "metadata"), "a b")), "c&d");
+	json_decref(j);
+	free(r.body);
+	request("GET", "/v2/sandboxes?state=paused", HKEY, NULL, 0, &r);
+	cr_assert_str_eq(r.body, "[]\n");
+	free(r.body);
+	/* Pages of one: x-next-token names the last; the next page has the other. */
+	request("GET", "/v2/sandboxes?limit=1", HKEY, NULL, 0, &r);
+	h = strcasestr(r.head, "x-next-token: ");
+	cr_assert_not_null(h, "%s", r.head);
+	sscanf(h + 14, "%63[0-9a-zA-Z_-]", next);
+	free(r.body);
+	snprintf(url, sizeof(url), "/v2/sandboxes?limit=1&nextToken=%s", next);
+	request("GET", url, HKEY, NULL, 0, &r);
+	j = json_of(&r);
+	cr_assert_eq(json_array_size(j), 1);
+	cr_assert_str_neq(json_string_value(json_object_get(json_array_get(j, 0), "sandboxID")), next);
+	cr_assert_null(strcasestr(r.head, "x-next-token"), "the last page: %s", r.head);
+	json_decref(j);
+	free(r.body);
+
+	snprintf(url, sizeof(url), "/sandboxes/%s/timeout", a);
+	request("POST", url, HKEY JSON, "{\"timeout\":600}", 15, &r);
+	cr_assert_eq(r.status, 204, "%d %s", r.status, r.body);
+	free(r.body);
+	request("POST", url, HKEY JSON, "{}", 2, &r);
+	assert_e2b_error(&r, 400);
+	snprintf(url, sizeof(url), "/sandboxes/%s", a);
+	request("GET", url, HKEY, NULL, 0, &r);
+	j = json_of(&r);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "state")), "running");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "envdAccessToken")), KEY);
+	{
+		/* endAt moved to about 600 s from now. */
+		struct tm tm = { 0 };
+		time_t end;
+
+		cr_assert_not_null(strptime(json_string_value(json_object_get(j, "endAt")),
+					    "%Y-%m-%dT%H:%M:%SZ", &tm));
+		end = timegm(&tm);
+		cr_assert(end >= time(NULL) + 590 && end <= time(NULL) + 610, "%s", r.body);
+	}
+	json_decref(j);
+	free(r.body);
+
+	request("DELETE", url, HKEY, NULL, 0, &r);
+	cr_assert_eq(r.status, 204);
+	free(r.body);
+	request("DELETE", url, HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	request("GET", url, HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	snprintf(url, sizeof(url), "/sandboxes/%s/pause", a);
+	request("POST", url, HKEY JSON, "{}", 2, &r);
+	assert_e2b_error(&r, 404);
+}
+
+Test(serve_e2b, envd_runs_a_command_as_a_connect_stream)
+{
+	static const char msg[] = "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\","
+				  "\"echo $G; echo e >&2; exit 3\"]},\"stdin\":false}";
+	char id[API_ID_MAX + 1], h[512];
+	uint8_t body[CONNECT_ENVELOPE_LEN + sizeof(msg)];
+	const uint8_t *p, *end;
+	bool saw_end = false, saw_out = false;
+	struct reply r;
+
+	create("{\"envVars\":{\"G\":\"hello\"}}", id);
+	envd_headers(h, sizeof(h), id, "Content-Type: application/connect+json\r\n"
+		     "Connect-Protocol-Version: 1\r\n");
+	connect_envelope(body, 0, sizeof(msg) - 1);
+	memcpy(body + CONNECT_ENVELOPE_LEN, msg, sizeof(msg) - 1);
+	request("POST", "/process.Process/Start", h, body, CONNECT_ENVELOPE_LEN + sizeof(msg) - 1, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.head, "Content-Type: application/connect+json"), "%s", r.head);
+	/* Envelopes: start first, the data, the end, then end-stream {}. */
+	p = (const uint8_t *)r.body;
+	end = p + r.len;
+	for (int i = 0; p + CONNECT_ENVELOPE_LEN <= end; i++) {
+		uint32_t len = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+		char text[4096];
+		json_t *j;
+
+		cr_assert_leq(p + CONNECT_ENVELOPE_LEN + len, end, "a cut envelope");
+		snprintf(text, sizeof(text), "%.*s", (int)len, (const char *)p + CONNECT_ENVELOPE_LEN);
+		j = json_loads(text, 0, NULL);
+		cr_assert_not_null(j, "%s", text);
+		if (i == 0)
+			cr_assert_not_null(json_object_get(json_object_get(j, "event"), "start"), "%s", text);
+		if (strstr(text, "\"stdout\":\"aGVsbG8K\""))   /* "hello\n" */
+			saw_out = true;
+		if (json_object_get(json_object_get(j, "event"), "end")) {
+			cr_assert_eq(json_integer_value(json_object_get(json_object_get(
+				     json_object_get(j, "event"), "end"), "exitCode")), 3, "%s", text);
+			saw_end = true;
+		}
+		if (p[0] == CONNECT_FLAG_END_STREAM) {
+			cr_assert_str_eq(text, "{}");
+			cr_assert_eq(p + CONNECT_ENVELOPE_LEN + len, end, "nothing after the end");
+		}
+		json_decref(j);
+		p += CONNECT_ENVELOPE_LEN + len;
+	}
+	cr_assert(saw_out && saw_end, "%.*s", (int)r.len, r.body);
+	free(r.body);
+}
+
+Test(serve_e2b, envd_refuses_malformed_rpcs_with_connects_codes)
+{
+	char id[API_ID_MAX + 1], h[512], hu[512];
+	uint8_t env[CONNECT_ENVELOPE_LEN + 2];
+	struct reply r;
+
+	create("{}", id);
+	envd_headers(h, sizeof(h), id, "Content-Type: application/connect+json\r\n");
+	envd_headers(hu, sizeof(hu), id, "Content-Type: application/json\r\n");
+	/* A stream's errors: 200 and an end-stream envelope naming them. */
+	request("POST", "/process.Process/Start", h, "{}", 2, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq((uint8_t)r.body[0], CONNECT_FLAG_END_STREAM);
+	cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s", r.body + 5);
+	free(r.body);
+	connect_envelope(env, 0, 10);   /* says 10, has 2 */
+	memcpy(env + CONNECT_ENVELOPE_LEN, "{}", 2);
+	request("POST", "/process.Process/Start", h, env, sizeof(env), &r);
+	cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s", r.body + 5);
+	free(r.body);
+	connect_envelope(env, 0, 2);    /* no process.cmd */
+	request("POST", "/process.Process/Start", h, env, sizeof(env), &r);
+	cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s", r.body + 5);
+	free(r.body);
+	/* Unary: wrong type, a missing path, unknown pid, unknown method. */
+	request("POST", "/filesystem.Filesystem/Stat", h, "{\"path\":\"/\"}", 12, &r);
+	assert_connect_error(&r, 400, "invalid_argument");
+	request("POST", "/filesystem.Filesystem/Stat", hu, "{\"path\":\"/no/such/x\"}", 21, &r);
+	assert_connect_error(&r, 404, "not_found");
+	request("POST", "/filesystem.Filesystem/Stat", hu, "{\"path\":7}", 10, &r);
+	assert_connect_error(&r, 400, "invalid_argument");
+	request("POST", "/process.Process/SendSignal", hu,
+		"{\"process\":{\"pid\":4242},\"signal\":\"SIGNAL_SIGKILL\"}", 50, &r);
+	assert_connect_error(&r, 404, "not_found");
+	request("POST", "/filesystem.Filesystem/CreateWatcher", hu, "{}", 2, &r);
+	assert_connect_error(&r, 501, "unimplemented");
+	request("GET", "/process.Process/List", hu, NULL, 0, &r);
+	assert_e2b_error(&r, 405);
+}
+
+Test(serve_e2b, envd_files_up_and_down_multipart_and_raw)
+{
+	static const char multi[] =
+		"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/e2b-a\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\nfirst\r\n"
+		"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/e2b-sub/e2b-b\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\nsecond\r\n--XyZ--\r\n";
+	char id[API_ID_MAX + 1], h[512];
+	struct reply r;
+	json_t *j;
+
+	create("{}", id);
+	envd_headers(h, sizeof(h), id, "Content-Type: multipart/form-data; boundary=XyZ\r\n");
+	request("POST", "/files", h, multi, sizeof(multi) - 1, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	j = json_of(&r);
+	cr_assert_eq(json_array_size(j), 2, "%s", r.body);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "path")),
+			 "/tmp/e2b-sub/e2b-b", "each part to its filename, its parent made");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "name")),
+			 "e2b-b");
+	json_decref(j);
+	free(r.body);
+	/* Two parts to one ?path=: refused. */
+	request("POST", "/files?path=/tmp/e2b-c", h, multi, sizeof(multi) - 1, &r);
+	assert_e2b_error(&r, 400);
+	envd_headers(h, sizeof(h), id, "");
+	request("GET", "/files?path=/tmp/e2b-a", h, NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(r.body, "first");
+	free(r.body);
+	request("GET", "/files?path=/tmp/e2b-missing", h, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	/* Raw bytes to ?path=; a compressed body and another type refused. */
+	envd_headers(h, sizeof(h), id, "Content-Type: application/octet-stream\r\n");
+	request("POST", "/files?path=/tmp/e2b-a", h, "replaced", 8, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	free(r.body);
+	envd_headers(h, sizeof(h), id, "Content-Type: application/octet-stream\r\n"
+		     "Content-Encoding: gzip\r\n");
+	request("POST", "/files?path=/tmp/e2b-a", h, "zz", 2, &r);
+	assert_e2b_error(&r, 415);
+	envd_headers(h, sizeof(h), id, "Content-Type: text/plain\r\n");
+	request("POST", "/files?path=/tmp/e2b-a", h, "zz", 2, &r);
+	assert_e2b_error(&r, 415);
+	envd_headers(h, sizeof(h), id, "");
+	request("GET", "/files?path=/tmp/e2b-a", h, NULL, 0, &r);
+	cr_assert_str_eq(r.body, "replaced", "the refused uploads left the file as it was");
+	free(r.body);
+	unlink("/tmp/e2b-a");
+	unlink("/tmp/e2b-sub/e2b-b");
+	rmdir("/tmp/e2b-sub");
+}
+
+/* A client that goes while its command is silent: the command ends with
+ * its stream, so the sandbox is not held (a delete is not refused). */
+Test(serve_e2b, a_stream_whose_client_went_ends_its_silent_command)
+{
+	static const char msg[] = "{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint8_t env[CONNECT_ENVELOPE_LEN];
+	char id[API_ID_MAX + 1], head[1024], got[512], url[100];
+	struct timespec t0, t1;
+	struct reply r;
+	int fd, n, st = 0;
+
+	create("{}", id);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	n = snprintf(head, sizeof(head), "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\n"
+		     "E2b-Sandbox-Id: %s\r\nX-Access-Token: " KEY "\r\n"
+		     "Content-Type: application/connect+json\r\nContent-Length: %zu\r\n\r\n", id,
+		     CONNECT_ENVELOPE_LEN + sizeof(msg) - 1);
+	connect_envelope(env, 0, sizeof(msg) - 1);
+	cr_assert_eq(write(fd, head, (size_t)n), n);
+	cr_assert_eq(write(fd, env, sizeof(env)), (ssize_t)sizeof(env));
+	cr_assert_eq(write(fd, msg, sizeof(msg) - 1), (ssize_t)sizeof(msg) - 1);
+	/* Its head and the start event, then the client goes. */
+	cr_assert_gt(read(fd, got, sizeof(got)), 0);
+	close(fd);
+	snprintf(url, sizeof(url), "/sandboxes/%s", id);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 50 && st != 204; i++) {
+		if (i)
+			poll(NULL, 0, 100);
+		request("DELETE", url, HKEY, NULL, 0, &r);
+		st = r.status;
+		free(r.body);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(st, 204, "the sandbox stayed busy with the command of a client that went");
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10);
+}

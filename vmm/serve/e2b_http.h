@@ -1,0 +1,38 @@
+/* e2b_http.h - E2B's sandbox protocol on a listener of its own (serve --e2b ADDR:PORT): the control plane the e2b SDKs call, and each sandbox's envd named by the E2b-Sandbox-Id header, translated to the service's own calls (docs/e2b.md). */
+#ifndef MAYFLY_SERVE_E2B_HTTP_H
+#define MAYFLY_SERVE_E2B_HTTP_H
+
+#include <stdint.h>
+
+#include "serve/http_guard.h"
+#include "serve/service.h"
+#include "serve/tokens.h"
+
+/* What create and connect answer as envdVersion: the envd whose API this
+ * is (the SDK turns features on by it). */
+#define E2B_ENVD_VERSION "0.5.7"
+#define E2B_DOMAIN_MAX   128
+#define E2B_DEFAULT_TIMEOUT_S 300   /* a create without "timeout", as E2B's */
+/* Connections at once: the SDK holds one per command or watch it streams. */
+#define E2B_MAX_CONNECTIONS 512
+
+struct e2b_server {
+	struct MHD_Daemon *daemon;
+	int listen_fd;
+	struct service *svc;
+	const struct tokens *tokens;   /* an API key, and an envd access token, is one of them */
+	char domain[E2B_DOMAIN_MAX + 1];   /* sandboxes' host names: PORT-ID.DOMAIN */
+	uint64_t max_file;             /* a file up or down */
+	unsigned head_timeout_ms;      /* 0: HTTP_GUARD_TIMEOUT_MS */
+	struct http_guard guard;
+};
+
+/* Serve on e->listen_fd (taken over; http_listen_tcp's), a thread per
+ * connection. 0 or -errno. */
+int e2b_start(struct e2b_server *e);
+/* Stop accepting; connections in progress go on. */
+void e2b_quiesce(struct e2b_server *e);
+/* End every connection and free. */
+void e2b_stop(struct e2b_server *e);
+
+#endif

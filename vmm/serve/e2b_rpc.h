@@ -1,0 +1,19 @@
+/* e2b_rpc.h - envd's Connect RPCs for a sandbox: process.Process's Start (a command's events streamed), List and SendSignal; filesystem.Filesystem's Stat, ListDir, MakeDir and Remove; the rest answered unimplemented. */
+#ifndef MAYFLY_SERVE_E2B_RPC_H
+#define MAYFLY_SERVE_E2B_RPC_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/connect.h"
+#include "serve/e2b_http.h"
+
+/* The reply to method ("process.Process/Start") called on sandbox id by
+ * caller with body[0..len) (a unary call's JSON; a stream's one envelope). */
+enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const char *method,
+			const char *id, const char *caller, const uint8_t *body, size_t len);
+/* A unary error: Connect's status and {"code","message"}. */
+enum MHD_Result e2b_rpc_error(struct MHD_Connection *conn, enum connect_code code, const char *msg);
+
+#endif
