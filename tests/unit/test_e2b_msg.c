@@ -669,3 +669,30 @@ Test(e2b_msg, permissions_read_as_ls_prints_them)
 		cr_assert_str_eq(out, t[i].want, "%o", t[i].mode);
 	}
 }
+
+/* A path as E2B gives it: absolute as it is, relative in E2B_HOME. */
+Test(e2b_msg, guest_paths_relative_to_the_home_and_bounded)
+{
+	char out[16];
+
+	cr_assert_eq(e2b_guest_path("/tmp/x", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "/tmp/x");
+	cr_assert_eq(e2b_guest_path("a/b", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, E2B_HOME "/a/b");
+	cr_assert_eq(e2b_guest_path("", out, sizeof(out)), -EINVAL);
+	cr_assert_eq(e2b_guest_path(NULL, out, sizeof(out)), -EINVAL);
+	cr_assert_eq(e2b_guest_path("/123456789012345", out, sizeof(out)), -ENAMETOOLONG);
+	cr_assert_eq(e2b_guest_path("123456789012", out, sizeof(out)), -ENAMETOOLONG,
+		     "the home counts");
+}
+
+/* E2B's error body: the status as "code"; a message of any bytes valid JSON. */
+Test(e2b_msg, error_bodies_carry_the_status_and_valid_text)
+{
+	json_t *j = e2b_error_json(404, "no such \xff file");
+	char *text = json_dumps(j, JSON_COMPACT);
+
+	cr_assert_str_eq(text, "{\"code\":404,\"message\":\"no such \xef\xbf\xbd file\"}");
+	free(text);
+	json_decref(j);
+}

@@ -2,6 +2,7 @@
 #include "serve/e2b_envd.h"
 #include "serve/calls.h"
 #include "serve/connect.h"
+#include "serve/e2b_msg.h"
 #include "serve/e2b_rpc.h"
 #include "serve/http_reply.h"
 #include "lib/log.h"
@@ -42,8 +43,7 @@ struct envd_call {
 /* envd's error body, as the SDK reads it: {"code": status, "message"}. */
 static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *msg)
 {
-	return http_send_json(conn, status, json_pack("{s:i, s:s}", "code", (int)status, "message",
-						      msg));
+	return http_send_json(conn, status, e2b_error_json((int)status, msg));
 }
 
 static enum MHD_Result send_result(struct MHD_Connection *conn, const struct call_result *r)
@@ -51,23 +51,15 @@ static enum MHD_Result send_result(struct MHD_Connection *conn, const struct cal
 	return send_error(conn, (unsigned)r->status, r->error);
 }
 
-/* A path as E2B gives it: absolute, or relative to its user's home. 0,
- * or -EINVAL with err. */
-static int guest_path(const char *given, char *out, size_t cap, char *err, size_t errlen)
+/* e2b_guest_path with its refusal in err (out: API_MAX_PATH + 1 bytes). */
+static int guest_path(const char *given, char *out, char *err, size_t errlen)
 {
-	int n;
+	int rc = e2b_guest_path(given, out, API_MAX_PATH + 1);
 
-	if (!given || !*given) {
-		snprintf(err, errlen, "a path is required");
-		return -EINVAL;
-	}
-	n = given[0] == '/' ? snprintf(out, cap, "%s", given) :
-			      snprintf(out, cap, E2B_HOME "/%s", given);
-	if (n < 0 || (size_t)n >= cap || (size_t)n > API_MAX_PATH) {
-		snprintf(err, errlen, "the path is longer than %d bytes", API_MAX_PATH);
-		return -EINVAL;
-	}
-	return 0;
+	if (rc)
+		snprintf(err, errlen, rc == -EINVAL ? "a path is required" :
+			 "the path is longer than %d bytes", API_MAX_PATH);
+	return rc;
 }
 
 static const char *arg(struct MHD_Connection *conn, const char *key)
@@ -109,7 +101,7 @@ static enum MHD_Result download(struct e2b_server *e, struct MHD_Connection *con
 	uint64_t size;
 	int st;
 
-	if (guest_path(arg(conn, "path"), path, sizeof(path), err, sizeof(err)))
+	if (guest_path(arg(conn, "path"), path, err, sizeof(err)))
 		return send_error(conn, 400, err);
 	st = service_get(e->svc, c->id, &sb, err, sizeof(err));
 	if (st)
@@ -166,7 +158,7 @@ static void upload_open(struct envd_call *c, const char *given)
 		fail(c, 400, "more than 64 files in one upload");
 		return;
 	}
-	if (guest_path(given, c->path, sizeof(c->path), err, sizeof(err))) {
+	if (guest_path(given, c->path, err, sizeof(err))) {
 		fail(c, 400, err);
 		return;
 	}

@@ -7,9 +7,6 @@
 
 #include "serve/e2b_http.h"
 
-/* Where a relative path is (E2B resolves it in its user's home). */
-#define E2B_HOME "/root"
-
 struct envd_call;
 
 /* An envd request's head is in (its token checked, the sandbox id well

@@ -1,6 +1,7 @@
 /* e2b_http.c - E2B's sandbox protocol on a listener of its own: the control plane the e2b SDKs call (create, list, get, kill, timeout, pause, connect), each answered from the service as serve's own API would, and envd's requests (named by the E2b-Sandbox-Id header) handed to e2b_envd.c. */
 #include "serve/e2b_http.h"
 #include "serve/e2b_envd.h"
+#include "serve/e2b_msg.h"
 #include "serve/http_reply.h"
 #include "serve/live.h"
 #include "lib/log.h"
@@ -38,8 +39,7 @@ struct e2b_request {
  * already paused) as much as the status. */
 static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *msg)
 {
-	return http_send_json(conn, status, json_pack("{s:i, s:s}", "code", (int)status, "message",
-						      msg));
+	return http_send_json(conn, status, e2b_error_json((int)status, msg));
 }
 
 /* A path segment that is a sandbox id: what config_id_valid allows. */

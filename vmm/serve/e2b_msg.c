@@ -638,3 +638,21 @@ void e2b_permissions(uint32_t mode, char out[11])
 		out[9] = mode & S_IXOTH ? 't' : 'T';
 	out[10] = '\0';
 }
+
+int e2b_guest_path(const char *given, char *out, size_t cap)
+{
+	int n;
+
+	if (!given || !*given)
+		return -EINVAL;
+	n = given[0] == '/' ? snprintf(out, cap, "%s", given) :
+			      snprintf(out, cap, E2B_HOME "/%s", given);
+	return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
+json_t *e2b_error_json(int status, const char *message)
+{
+	json_t *text = connect_json_text(message ? message : "", CONNECT_MAX_ERROR_TEXT);
+
+	return text ? json_pack("{s:i, s:o}", "code", status, "message", text) : NULL;
+}

@@ -108,6 +108,20 @@ char *e2b_event_end(int exit_code, bool exited, const char *status, const char *
 /* {"event":{"keepalive":{}}} */
 char *e2b_event_keepalive(void);
 
+/* Where a relative path is: E2B resolves it in its user's home. */
+#define E2B_HOME "/root"
+
+/* A guest path as E2B gives it (absolute, or relative to E2B_HOME) into
+ * out (cap bytes). 0; -EINVAL none given (NULL or ""); -ENAMETOOLONG it
+ * does not fit. */
+int e2b_guest_path(const char *given, char *out, size_t cap);
+
+/* E2B's error body (control plane and envd's REST): {"code": status,
+ * "message"}, the SDK reading both; the message as connect_json_text
+ * makes it (valid UTF-8, at most CONNECT_MAX_ERROR_TEXT bytes). NULL only
+ * when out of memory. */
+json_t *e2b_error_json(int status, const char *message);
+
 /* A file as EntryInfo tells it. */
 struct e2b_entry {
 	char name[256];

@@ -1,7 +1,6 @@
 /* e2b_rpc.c - envd's Connect RPCs for a sandbox, each through the service's own calls: Start's command runs as an exec and its JSON events become envd's ProcessEvents, one envelope each; the filesystem's calls are serve's file calls with E2B's EntryInfo. */
 #include "serve/e2b_rpc.h"
 #include "serve/calls.h"
-#include "serve/e2b_envd.h"
 #include "serve/e2b_msg.h"
 #include "serve/http_reply.h"
 #include "lib/base64.h"
@@ -308,12 +307,14 @@ static int exec_of_start(struct e2b_start *in, uint64_t timeout_ms, struct api_e
 	in->env = NULL;
 	in->nenv = 0;
 	if (in->has_cwd) {
-		if (in->cwd[0] != '/') {
-			char abs[sizeof(in->cwd) + sizeof(E2B_HOME)];
+		char cwd[API_MAX_PATH + 1];
 
-			snprintf(abs, sizeof(abs), E2B_HOME "/%s", in->cwd);
-			json_array_set_new(out->owner, 1, json_string(abs));
+		if (e2b_guest_path(in->cwd, cwd, sizeof(cwd))) {
+			api_exec_free(out);
+			snprintf(err, errlen, "the cwd is longer than %d bytes", API_MAX_PATH);
+			return -EINVAL;
 		}
+		json_array_set_new(out->owner, 1, json_string(cwd));
 		out->cwd = json_string_value(json_array_get(out->owner, 1));
 	}
 	out->timeout_s = timeout_ms ? (unsigned)((timeout_ms + 999) / 1000) + 1 : 0;
@@ -349,7 +350,8 @@ static enum MHD_Result start(struct e2b_server *e, struct MHD_Connection *conn, 
 	rc = exec_of_start(&in, timeout_ms, &req, err, sizeof(err));
 	e2b_start_free(&in);
 	if (rc)
-		return stream_error(conn, CONNECT_INTERNAL, err);
+		return stream_error(conn, rc == -EINVAL ? CONNECT_INVALID_ARGUMENT : CONNECT_INTERNAL,
+				    err);
 	rc = service_get(e->svc, id, &sb, err, sizeof(err));
 	if (rc) {
 		api_exec_free(&req);
@@ -466,14 +468,6 @@ static json_t *entry(const char *path, json_t *f)
 	return e2b_entry_json(&en);
 }
 
-static int resolve(const char *given, char *out, size_t cap)
-{
-	int n = given[0] == '/' ? snprintf(out, cap, "%s", given) :
-				  snprintf(out, cap, E2B_HOME "/%s", given);
-
-	return n > 0 && (size_t)n < cap && n <= API_MAX_PATH ? 0 : -ENAMETOOLONG;
-}
-
 /* path's entries, and below them to depth levels, into out. 0, or an HTTP
  * status in r. */
 static int list_into(struct e2b_server *e, struct sandbox *sb, const char *caller,
@@ -524,8 +518,8 @@ static enum MHD_Result filesystem(struct e2b_server *e, struct MHD_Connection *c
 		rc = e2b_parse_path(body, len, given, sizeof(given), err, sizeof(err));
 	if (rc)
 		return e2b_rpc_error(conn, CONNECT_INVALID_ARGUMENT, err);
-	if (resolve(given, path, sizeof(path)) ||
-	    (!strcmp(name, "Move") && resolve(dest, to, sizeof(to))))
+	if (e2b_guest_path(given, path, sizeof(path)) ||
+	    (!strcmp(name, "Move") && e2b_guest_path(dest, to, sizeof(to))))
 		return e2b_rpc_error(conn, CONNECT_INVALID_ARGUMENT, "the path is too long");
 	if (!strcmp(name, "Move")) {
 		calls_rename(e->svc, sb, caller, path, to, &r);
