@@ -15,6 +15,8 @@
 #define AGENT_MAX_PROCS    64                 /* live processes per connection */
 #define AGENT_MAX_XFERS    16                 /* open file transfers and listings per connection */
 #define AGENT_FRAME_MAX    (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD)
+#define AGENT_MAX_PORTS    64                 /* PORT relays at once (each a process) */
+#define AGENT_PORT_CONNECT_MS 2000            /* a PORT's connect to 127.0.0.1, at most */
 /* Output above this pauses everything that produces output for the connection
  * (child pipes, file reads, listings, new requests) until the host reads. */
 #define AGENT_OUT_CAP      (1024 * 1024)
@@ -99,6 +101,8 @@ struct conn {
 	unsigned nprocs;
 	struct xfer *xfers;
 	unsigned nxfers;
+	unsigned port;              /* PORT accepted: hand over after this frame (0: none) */
+	uint32_t port_id;
 };
 
 struct agent {
@@ -120,6 +124,7 @@ struct agent {
 	pid_t net_pid;              /* NET: the proxy relay's process, 0: none */
 	unsigned net_port;          /* NET: the proxy's port on 127.0.0.1, 0: no network */
 	const char *net_unix;       /* --net-unix PATH: relay there, not to vsock (host tests) */
+	pid_t port_pids[AGENT_MAX_PORTS];   /* PORT: each relay's process, 0: a free entry */
 };
 
 /* defaults.c */
@@ -135,6 +140,10 @@ uint64_t now_us(void);
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Kill a process group, or the process alone while its setsid() is pending. */
 void kill_group(pid_t pid, int sig);
+/* In a relay child just forked: it dies with the agent, has the default
+ * signal mask, ignores SIGPIPE, and keeps nothing of the agent's but fd,
+ * which becomes fd 3 (else _exit(1)). */
+void relay_child_init(int fd);
 /* enum proto_file_type of an st_mode. */
 uint32_t file_type_of(mode_t m);
 
@@ -229,8 +238,23 @@ void net_stop(struct agent *a);
  * lowercase) and NO_PROXY to envp[n...] unless e sets them: at most 8
  * entries. The new count. */
 int net_env(const struct agent *a, char **envp, int n, const struct proto_exec *e);
+/* lo up, best effort: the guest's init leaves it down. */
+void net_lo_up(void);
 /* True, with an ERROR EAGAIN sent, when f must wait for FRESHEN. */
 bool freshen_needed(struct conn *c, const struct proto_frame *f);
+
+/* ports.c */
+/* PORT {u32 port}: checked, then the connection marked (c->port) for
+ * ports_handover once the frame is consumed. */
+int port_request(struct conn *c, const struct proto_frame *f);
+/* Hand c over to a child that connects to 127.0.0.1:c->port, answers OK
+ * (or ERROR, and closes) and then relays bytes both ways; rest is what
+ * the host sent after the PORT frame. c is closed here. */
+void ports_handover(struct conn *c, const uint8_t *rest, size_t len);
+/* A child reaped: true when it was a port's relay. */
+bool ports_reaped(struct agent *a, pid_t pid);
+/* Kill every relay (QUIESCE: a snapshot holds no host connection). */
+void ports_stop(struct agent *a);
 
 /* loop.c */
 /* Serve until SHUTDOWN (returns 1), a --fd connection's end or SIGTERM (0),

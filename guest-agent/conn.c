@@ -234,7 +234,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_RENAME + 1] = {
+static const req_fn handlers[PROTO_PORT + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -254,6 +254,7 @@ static const req_fn handlers[PROTO_RENAME + 1] = {
 	[PROTO_FRESHEN] = freshen_request,
 	[PROTO_NET] = net_request,
 	[PROTO_RENAME] = rename_request,
+	[PROTO_PORT] = port_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */
@@ -309,6 +310,11 @@ void conn_process(struct conn *c)
 		}
 		conn_dispatch(c, &f);
 		off += (size_t)n;
+		if (c->port && !c->dead) {
+			/* What follows PORT is the relay's, not frames. */
+			ports_handover(c, c->in + off, c->in_len - off);
+			return;
+		}
 	}
 	if (c->dead)
 		return;

@@ -1,8 +1,8 @@
 /* netrelay.c - NET: the guest's HTTP proxy on 127.0.0.1, a child process that relays each client over vsock to the host, which decides (vmm/net/). */
 #include "agent.h"
+#include "pump.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -11,26 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
 #define RELAY_MAX   64              /* clients at once: the host's cap per sandbox */
-#define RELAY_BUF   (64 * 1024)     /* per direction and client */
 #define HOST_CID    2
 #define REFUSE_WAIT_MS 2000         /* for a refused client's greeting or request */
 #define REFUSE_MAX  16              /* refused clients awaited at once */
 #define SOCKS_VERSION  5            /* a SOCKS5 client's first byte; no HTTP request starts so */
-
-/* One client: its socket, the host's, a buffer each way. */
-struct pair {
-	int fd[2];                      /* 0: the client, 1: the host */
-	uint8_t *buf[2];                /* buf[i]: read from fd[i], to be written to fd[!i] */
-	size_t off[2], len[2];
-	bool eof[2], shut[2];           /* read EOF on fd[i]; shutdown(SHUT_WR) done on fd[i] */
-};
 
 static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
 			   "Connection: close\r\n\r\nmayfly: the host took no more proxy connections\n";
@@ -68,70 +58,6 @@ static int dial_host(const char *unix_path, unsigned port)
 	if (fd >= 0)
 		close(fd);
 	return -1;
-}
-
-static void pair_close(struct pair *p)
-{
-	for (int i = 0; i < 2; i++) {
-		close(p->fd[i]);
-		free(p->buf[i]);
-	}
-	memset(p, 0, sizeof(*p));
-	p->fd[0] = p->fd[1] = -1;
-}
-
-/* Move what can move; false when the pair is done. A side that fails
- * ends only its direction: the other still delivers what it has (the
- * host's refusal reaches a client that is still sending). */
-static bool pair_pump(struct pair *p, const short *revents)
-{
-	for (int i = 0; i < 2; i++) {
-		int o = !i;
-
-		if (!p->eof[i] && (revents[i] & (POLLIN | POLLHUP | POLLERR)) &&
-		    p->off[i] + p->len[i] < RELAY_BUF) {
-			ssize_t n = recv(p->fd[i], p->buf[i] + p->off[i] + p->len[i],
-					 RELAY_BUF - p->off[i] - p->len[i], MSG_DONTWAIT);
-
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-				p->eof[i] = true;
-			else if (n > 0)
-				p->len[i] += (size_t)n;
-		}
-		if (p->len[i]) {
-			ssize_t n = send(p->fd[o], p->buf[i] + p->off[i], p->len[i],
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				/* fd[o] takes nothing more: drop this direction. */
-				p->len[i] = 0;
-				p->eof[i] = true;
-				p->shut[o] = true;
-			}
-			if (n > 0) {
-				p->off[i] += (size_t)n;
-				p->len[i] -= (size_t)n;
-			}
-			if (!p->len[i])
-				p->off[i] = 0;
-		}
-		if (p->eof[i] && !p->len[i] && !p->shut[o]) {
-			shutdown(p->fd[o], SHUT_WR);
-			p->shut[o] = true;
-		}
-	}
-	return !(p->shut[0] && p->shut[1]);
-}
-
-static short pair_events(const struct pair *p, int i)
-{
-	short ev = 0;
-
-	if (!p->eof[i] && p->off[i] + p->len[i] < RELAY_BUF)
-		ev |= POLLIN;
-	if (p->len[!i])
-		ev |= POLLOUT;
-	return ev;
 }
 
 /* A client the host took no connection for, waiting for what it sends
@@ -221,7 +147,7 @@ static void refuse_client(struct refusal *refs, int cfd)
 	*r = (struct refusal){ .fd = cfd, .deadline = now_ms() + REFUSE_WAIT_MS };
 }
 
-static void accept_client(int lfd, struct pair *pairs, struct refusal *refs,
+static void accept_client(int lfd, struct pump *pairs, struct refusal *refs,
 			  const char *unix_path, unsigned port)
 {
 	int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), hfd, slot = -1;
@@ -236,16 +162,10 @@ static void accept_client(int lfd, struct pair *pairs, struct refusal *refs,
 		refuse_client(refs, cfd);
 		return;
 	}
-	pairs[slot].fd[0] = cfd;
-	pairs[slot].fd[1] = hfd;
-	pairs[slot].buf[0] = malloc(RELAY_BUF);
-	pairs[slot].buf[1] = malloc(RELAY_BUF);
-	if (!pairs[slot].buf[0] || !pairs[slot].buf[1]) {
-		pair_close(&pairs[slot]);
-		return;
+	if (pump_open(&pairs[slot], cfd, hfd)) {
+		close(cfd);
+		close(hfd);
 	}
-	fcntl(cfd, F_SETFL, O_NONBLOCK);
-	fcntl(hfd, F_SETFL, O_NONBLOCK);
 }
 
 /* Poll for at most the nearest refusal's time: -1 (none), or ms >= 0. */
@@ -261,12 +181,12 @@ static int refusals_timeout(const struct refusal *refs)
 
 static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path, unsigned port)
 {
-	static struct pair pairs[RELAY_MAX];
+	static struct pump pairs[RELAY_MAX];
 	static struct refusal refs[REFUSE_MAX];
 	struct pollfd pfd[2 * RELAY_MAX + 1 + REFUSE_MAX];
 
 	for (int i = 0; i < RELAY_MAX; i++)
-		pairs[i].fd[0] = pairs[i].fd[1] = -1;
+		pump_clear(&pairs[i]);
 	for (int i = 0; i < REFUSE_MAX; i++)
 		refs[i].fd = -1;
 	for (;;) {
@@ -282,7 +202,7 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 				continue;
 			}
 			for (int s = 0; s < 2; s++) {
-				short ev = pair_events(&pairs[i], s);
+				short ev = pump_events(&pairs[i], s);
 
 				/* Nothing wanted: not polled at all, or a hang-up poll
 				 * always reports would spin the loop until the other
@@ -303,8 +223,8 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 		for (int i = 0; i < RELAY_MAX; i++) {
 			short rev[2] = { pfd[2 * i].revents, pfd[2 * i + 1].revents };
 
-			if ((rev[0] | rev[1]) && !pair_pump(&pairs[i], rev))
-				pair_close(&pairs[i]);
+			if ((rev[0] | rev[1]) && !pump_step(&pairs[i], rev))
+				pump_close(&pairs[i]);
 		}
 		now = now_ms();
 		for (int i = 0; i < REFUSE_MAX; i++) {
@@ -323,7 +243,7 @@ static void __attribute__((noreturn)) relay_main(int lfd, const char *unix_path,
 
 /* lo up: the guest's init leaves it down, and 127.0.0.1 exists only on an
  * interface that is up. Best effort: already up (host tests) is fine. */
-static void lo_up(void)
+void net_lo_up(void)
 {
 	struct ifreq ifr = { .ifr_name = "lo" };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -380,7 +300,7 @@ int net_request(struct conn *c, const struct proto_frame *f)
 	if (!listen_port || listen_port > 65535 || !host_port)
 		return conn_send_error(c, f->id, EINVAL, "NET: port out of range");
 	net_stop(a);
-	lo_up();
+	net_lo_up();
 	lfd = listen_local(listen_port);
 	if (lfd < 0)
 		return conn_send_error(c, f->id, -lfd, "NET: listen on 127.0.0.1:%u: %s",
@@ -393,16 +313,8 @@ int net_request(struct conn *c, const struct proto_frame *f)
 		return conn_send_error(c, f->id, err, "NET: fork: %s", strerror(err));
 	}
 	if (pid == 0) {
-		sigset_t none;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_IGN);
 		/* Nothing of the agent's but the listener: not its connections. */
-		if (dup2(lfd, 3) < 0)
-			_exit(1);
-		close_range(4, ~0U, 0);
+		relay_child_init(lfd);
 		relay_main(3, a->net_unix, host_port);
 	}
 	close(lfd);

@@ -57,6 +57,9 @@ enum proto_type {
 	                         * on 127.0.0.1:proxy_port, each client relayed to vsock
 	                         * CID 2 host_port; later EXECs get the proxy environment */
 	PROTO_RENAME = 19,      /* {str from, str to} -> OK or ERROR: rename(2) */
+	PROTO_PORT = 20,        /* {u32 port} -> OK, then the connection carries raw bytes
+				 * to and from 127.0.0.1:port in the guest; or ERROR and the
+				 * agent closes it */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */

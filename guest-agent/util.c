@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t now_us(void)
 {
@@ -45,4 +47,17 @@ uint32_t file_type_of(mode_t m)
 {
 	return S_ISREG(m) ? PROTO_FT_FILE : S_ISDIR(m) ? PROTO_FT_DIR :
 	       S_ISLNK(m) ? PROTO_FT_SYMLINK : PROTO_FT_OTHER;
+}
+
+void relay_child_init(int fd)
+{
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (dup2(fd, 3) < 0)
+		_exit(1);
+	close_range(4, ~0U, 0);
 }

@@ -78,13 +78,85 @@ grep -q '^1\.\.[1-9]' "$work/sdk.tap" || fail "the SDK script ended without its 
 [ $rc -le 1 ] || fail "the SDK script exited $rc: $(tail -n 3 "$work/sdk.err")"
 tap "the SDK script ran to its end (exit $rc)"
 
+# A second client we did not write: curl, on the control plane's REST
+# shapes as E2B's OpenAPI file has them, envd's Start stream and a
+# published port.
+api="http://127.0.0.1:$port"
+# rest METHOD PATH [BODY]: the status; the body in $work/rest.body.
+rest() {
+	"$client/curl" -sS -m 60 -o "$work/rest.body" -w '%{http_code}' -X "$1" -H "X-API-KEY: $key" \
+		-H 'Content-Type: application/json' ${3:+--data "$3"} "$api$2" 2>>"$work/curl.err"
+}
+# has TEXT...: every TEXT is in the last body.
+has() {
+	for t in "$@"; do
+		grep -qF -- "$t" "$work/rest.body" || { fail "no $t in $(head -c 300 "$work/rest.body")"; return 1; }
+	done
+}
+st=$(rest POST /sandboxes '{"templateID":"base","timeout":120,"metadata":{"by":"curl"}}')
+[ "$st" = 201 ] || fail "create: $st $(head -c 300 "$work/rest.body")"
+id=$(sed -n 's/.*"sandboxID":"\([A-Za-z0-9_-]*\)".*/\1/p' "$work/rest.body")
+traffic=$(sed -n 's/.*"trafficAccessToken":"\([0-9a-f]*\)".*/\1/p' "$work/rest.body")
+has '"templateID":"base"' "\"envdAccessToken\":\"$key\"" '"domain":"localhost"' '"envdVersion":"' '"clientID":"'
+[ ${#traffic} -eq 32 ] || fail "create: no 32-digit trafficAccessToken"
+tap "curl: POST /sandboxes is 201 with sandboxID, templateID, envdAccessToken, trafficAccessToken, domain"
+st=$(rest GET "/v2/sandboxes?metadata=by%3Dcurl")
+[ "$st" = 200 ] || fail "list: $st"
+has "\"sandboxID\":\"$id\"" '"state":"running"' '"metadata":{"by":"curl"}' '"startedAt":"' '"endAt":"'
+case $(head -c 1 "$work/rest.body") in "[") ;; *) fail "list: not an array" ;; esac
+st=$(rest GET "/sandboxes/$id")
+[ "$st" = 200 ] || fail "get: $st"
+has "\"sandboxID\":\"$id\"" '"state":"running"' "\"trafficAccessToken\":\"$traffic\"" '"cpuCount":' '"memoryMB":'
+st=$(rest POST "/sandboxes/$id/timeout" '{"timeout":90}')
+[ "$st" = 204 ] || fail "timeout: $st"
+tap "curl: list by metadata, get and set timeout answer E2B's shapes"
+
+# envd's Start as a Connect stream (a 5-byte envelope: flags, big-endian
+# length) serving a directory on port 8001; the command lives with the stream.
+msg='{"process":{"cmd":"/bin/sh","args":["-c","mkdir -p /tmp/c && echo curl-port > /tmp/c/i.html && cd /tmp/c && if command -v python3 >/dev/null; then exec python3 -m http.server 8001; else exec busybox httpd -f -p 8001; fi"]}}'
+len=${#msg}
+printf "\\000\\000\\000\\$(printf %o $((len / 256)))\\$(printf %o $((len % 256)))%s" "$msg" >"$work/start.bin"
+"$client/curl" -sS -N -m 120 -X POST -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $key" \
+	-H 'Content-Type: application/connect+json' --data-binary @"$work/start.bin" \
+	"$api/process.Process/Start" >"$work/start.out" 2>>"$work/curl.err" &
+cpid=$!
+i=0 got=""
+while [ $i -lt 60 ] && [ "$got" != curl-port ]; do
+	sleep 0.5
+	got=$("$client/curl" -sS -m 10 -H "Host: 8001-$id.localhost" \
+		-H "e2b-traffic-access-token: $traffic" "$api/i.html" 2>>"$work/curl.err")
+	i=$((i + 1))
+done
+[ "$got" = curl-port ] || fail "the published port 8001 never answered: $(tail -n 2 "$work/curl.err")"
+grep -q '"start":{"pid":' "$work/start.out" || fail "Start's stream had no start event: $(head -c 200 "$work/start.out")"
+st=$("$client/curl" -sS -m 10 -o /dev/null -w '%{http_code}' -H "Host: 8001-$id.localhost" "$api/i.html")
+[ "$st" = 401 ] || fail "a published port without a token: $st, not 401"
+st=$("$client/curl" -sS -m 10 -o /dev/null -w '%{http_code}' -H "Host: 8002-$id.localhost" \
+	-H "e2b-traffic-access-token: $traffic" "$api/")
+[ "$st" = 502 ] || fail "a closed published port: $st, not 502"
+kill "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+tap "curl: envd's Start stream runs a server whose published port answers its token (401 without, 502 closed)"
+
+st=$("$client/curl" -sS -m 30 -o "$work/rest.body" -w '%{http_code}' -H "X-API-KEY: wrong" "$api/sandboxes")
+[ "$st" = 401 ] || fail "a wrong key: $st"
+has '"code":401' '"message":"'
+i=0
+while [ "$(rest DELETE "/sandboxes/$id")" != 204 ] && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+[ $i -lt 20 ] || fail "delete: never 204"
+st=$(rest GET "/sandboxes/$id")
+[ "$st" = 404 ] || fail "get after delete: $st"
+has '"code":404'
+tap "curl: a wrong key is 401, delete is 204, then get is 404, each with {code, message}"
+
 # Its calls went through the service's gate: in the audit log, by the
 # key's name.
 grep -q '"caller":"sdk"' "$work/audit.log" || fail "no call of the key 'sdk' in the audit log"
 grep -q '"tool":"exec"' "$work/audit.log" || fail "no exec in the audit log"
 grep -q '"tool":"write_file"' "$work/audit.log" || fail "no write_file in the audit log"
+grep -q '"tool":"port","port":8000' "$work/audit.log" || fail "no published port's connection in the audit log"
 "$mayfly" audit verify "$work/audit.log" >"$work/verify.out" 2>&1 || fail "audit verify: $(tail -n 2 "$work/verify.out")"
-tap "the SDK's commands and files are in the audit log under the key's name, the chain verified"
+tap "the SDK's commands, files and port connections are in the audit log, the chain verified"
 
 kill -TERM "$spid"
 wait "$spid"

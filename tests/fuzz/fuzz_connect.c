@@ -1,7 +1,8 @@
-/* fuzz_connect.c - libFuzzer target: what an E2B client sends to mayfly serve's Connect front end (a request body, its message, its headers) through the envelope reader and every E2B message parser. */
+/* fuzz_connect.c - libFuzzer target: what reaches mayfly serve's E2B front end (a client's request body, its message, its headers; a published port's guest server's response head and a Host name) through the envelope reader, every E2B message parser and the published port's parsers. */
 #include "fuzz_common.h"
 #include "serve/connect.h"
 #include "serve/e2b_msg.h"
+#include "serve/port_msg.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -21,7 +22,12 @@
  *    selector by pid or by a non-empty tag; input of at most E2B_MAX_INPUT
  *    bytes that renders back as a data event;
  *  - every rendered text (error bodies, end-stream, end events) is JSON a
- *    parser reads back, with its message within its bound.
+ *    parser reads back, with its message within its bound;
+ *  - the whole input as a guest server's response head: a parsed head lies
+ *    within the input, its status is 100-599, every header is inside the
+ *    head, and a head is "incomplete" only below PORT_HEAD_MAX; as a Host
+ *    header (up to its first NUL): a port of 1-65535 and an id of
+ *    [A-Za-z0-9_-] when it names a sandbox's.
  */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -147,6 +153,36 @@ static void check_text(const uint8_t *m, size_t n)
 	free(t);
 }
 
+static void check_port(const uint8_t *data, size_t size)
+{
+	static struct port_head h;
+	char id[PORT_ID_MAX + 1], *host;
+	const char *why = NULL;
+	unsigned port = 0;
+	int rc = port_parse_head((const char *)data, size, &h, &why);
+
+	if (rc == 1) {
+		if (h.head_len > size || h.head_len > PORT_HEAD_MAX || h.status < 100 ||
+		    h.status > 599 || h.nheaders > PORT_MAX_HEADERS || h.content_length < -1)
+			fuzz_broken("a parsed head out of its bounds", NULL);
+		for (unsigned i = 0; i < h.nheaders; i++)
+			if ((size_t)h.headers[i].name + h.headers[i].name_len > h.head_len ||
+			    (size_t)h.headers[i].value + h.headers[i].value_len > h.head_len ||
+			    !h.headers[i].name_len)
+				fuzz_broken("a header outside its head", NULL);
+	} else if (rc == 0 ? size >= PORT_HEAD_MAX : (rc != -EPROTO && rc != -E2BIG) || !why) {
+		fuzz_broken("a head neither parsed nor refused with a reason", why);
+	}
+	host = strndup((const char *)data, size);
+	if (host && port_parse_host(host, "mayfly.test", &port, id)) {
+		if (!port || port > 65535 || !id[0] || strlen(id) > PORT_ID_MAX ||
+		    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+			    strlen(id))
+			fuzz_broken("a host parsed to a bad port or id", host);
+	}
+	free(host);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *msg = NULL;
@@ -167,5 +203,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_process_calls(msg, len);
 	check_filesystem_calls(msg, len);
 	check_text(msg, len);
+	check_port(data, size);
 	return 0;
 }

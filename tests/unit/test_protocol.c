@@ -646,7 +646,8 @@ Test(protocol, type_names)
 	cr_assert_str_eq(proto_type_name(PROTO_FRESHEN), "FRESHEN");
 	cr_assert_str_eq(proto_type_name(PROTO_NET), "NET");
 	cr_assert_str_eq(proto_type_name(PROTO_RENAME), "RENAME");
-	cr_assert_str_eq(proto_type_name(20), "unknown");
+	cr_assert_str_eq(proto_type_name(PROTO_PORT), "PORT");
+	cr_assert_str_eq(proto_type_name(21), "unknown");
 	cr_assert_str_eq(proto_type_name(255), "unknown");
 }
 

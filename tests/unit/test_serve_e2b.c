@@ -17,6 +17,7 @@
 
 #include "serve/connect.h"
 #include "serve/e2b_http.h"
+#include "serve/port_msg.h"
 #include "serve/service.h"
 #include "lib/fs_tree.h"
 #include "serve_loop.h"
@@ -32,6 +33,7 @@ static struct e2b_server e2b;
 static struct tokens tokens;
 static uint16_t port;
 static struct serve_loop main_loop;
+static const char *req_host = "x";   /* request's Host */
 
 /* A listening socket on 127.0.0.1, its port the kernel's choice. */
 static int listen_any(void)
@@ -140,9 +142,9 @@ static void request(const char *method, const char *url, const char *headers, co
 
 	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	hl = (size_t)snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-			      "%sContent-Length: %zu\r\n\r\n", method, url, headers ? headers : "",
-			      body_len);
+	hl = (size_t)snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: %s\r\n"
+			      "Connection: close\r\n%sContent-Length: %zu\r\n\r\n", method, url,
+			      req_host, headers ? headers : "", body_len);
 	cr_assert_eq(write(fd, head, hl), (ssize_t)hl);
 	if (body_len)
 		(void)!write(fd, body, body_len);
@@ -526,4 +528,295 @@ Test(serve_e2b, a_stream_whose_client_went_ends_its_silent_command)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	cr_assert_eq(st, 204, "the sandbox stayed busy with the command of a client that went");
 	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10);
+}
+
+/* --- published ports: PORT-ID.DOMAIN to a server "in the guest" (here the
+ * fake guest's agent connects to the host's loopback) --------------------- */
+
+/* A server that takes one connection at a time: reads a request head
+ * (and a Content-Length body), keeps it, sends `answer` and closes. */
+struct guest_server {
+	int lfd;
+	uint16_t port;
+	const char *answer;
+	size_t answer_len;
+	unsigned conns;            /* to serve, then the thread ends */
+	char got[8192];
+	pthread_t thread;
+};
+
+static void *guest_server_main(void *arg)
+{
+	struct guest_server *g = arg;
+
+	for (unsigned c = 0; c < g->conns; c++) {
+		int fd = accept(g->lfd, NULL, NULL);
+		size_t len = 0, want = SIZE_MAX;
+		struct timeval tv = { .tv_sec = 5 };
+		char *end;
+
+		if (fd < 0)
+			break;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		memset(g->got, 0, sizeof(g->got));
+		while (len < sizeof(g->got) - 1 && len < want) {
+			ssize_t n = read(fd, g->got + len, sizeof(g->got) - 1 - len);
+
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+			end = strstr(g->got, "\r\n\r\n");
+			if (end && want == SIZE_MAX) {
+				const char *cl = strcasestr(g->got, "\r\nContent-Length: ");
+
+				want = (size_t)(end + 4 - g->got) + (cl ? strtoul(cl + 18, NULL, 10) : 0);
+			}
+		}
+		(void)!write(fd, g->answer, g->answer_len);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void guest_server_start(struct guest_server *g, const char *answer, size_t len,
+			       unsigned conns)
+{
+	uint16_t keep = port;
+
+	g->lfd = listen_any();
+	g->port = port;
+	port = keep;
+	g->answer = answer;
+	g->answer_len = len;
+	g->conns = conns;
+	cr_assert_eq(pthread_create(&g->thread, NULL, guest_server_main, g), 0);
+}
+
+static void guest_server_stop(struct guest_server *g)
+{
+	shutdown(g->lfd, SHUT_RDWR);
+	pthread_join(g->thread, NULL);
+	close(g->lfd);
+}
+
+/* create's trafficAccessToken for a new sandbox. */
+static void create_with_token(char *id, char *token)
+{
+	struct reply r;
+	json_t *j;
+
+	request("POST", "/v2/sandboxes", HKEY JSON, "{}", 2, &r);
+	cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+	j = json_of(&r);
+	snprintf(id, API_ID_MAX + 1, "%s", json_string_value(json_object_get(j, "sandboxID")));
+	cr_assert_eq(strlen(json_string_value(json_object_get(j, "trafficAccessToken")) ?: ""),
+		     PORT_TOKEN_LEN, "%s", r.body);
+	strcpy(token, json_string_value(json_object_get(j, "trafficAccessToken")));
+	json_decref(j);
+	free(r.body);
+}
+
+Test(serve_e2b, a_published_port_passes_the_request_as_sent_and_streams_the_answer_back)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+				     "X-Guest: yes\r\nConnection: close\r\n\r\nhello from the guest";
+	char id[API_ID_MAX + 1], token[64], host[128], h[256];
+	struct guest_server g;
+	struct reply r;
+
+	guest_server_start(&g, answer, sizeof(answer) - 1, 2);
+	create_with_token(id, token);
+	snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, id);
+	req_host = host;
+	snprintf(h, sizeof(h), "e2b-traffic-access-token: %s\r\nX-Custom: 1\r\n", token);
+	request("GET", "/a%2Fb?x=1&y=%20", h, NULL, 0, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert_str_eq(r.body, "hello from the guest");
+	cr_assert(strcasestr(r.head, "X-Guest: yes"), "%s", r.head);
+	/* The target unescaped as sent, HTTP/1.0 and close, the client's
+	 * headers but never its token. */
+	cr_assert(!strncmp(g.got, "GET /a%2Fb?x=1&y=%20 HTTP/1.0\r\n", 31), "%s", g.got);
+	cr_assert(strstr(g.got, "\r\nHost: "), "%s", g.got);
+	cr_assert(strstr(g.got, host), "%s", g.got);
+	cr_assert(strcasestr(g.got, "X-Custom: 1"), "%s", g.got);
+	cr_assert(!strcasestr(g.got, "traffic-access-token") && !strstr(g.got, token), "%s", g.got);
+	free(r.body);
+
+	/* An API key opens it too, and stays out of the guest's sight. */
+	request("POST", "/form", HKEY, "a=1&b=2", 7, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert(strstr(g.got, "POST /form HTTP/1.0\r\n"), "%s", g.got);
+	cr_assert(strstr(g.got, "\r\n\r\na=1&b=2"), "the body passed on: %s", g.got);
+	cr_assert(!strstr(g.got, KEY), "%s", g.got);
+	free(r.body);
+	req_host = "x";
+	guest_server_stop(&g);
+}
+
+Test(serve_e2b, a_published_port_wants_its_own_sandboxs_token)
+{
+	static const char answer[] = "HTTP/1.0 204 No Content\r\n\r\n";
+	char a[API_ID_MAX + 1], b[API_ID_MAX + 1], ta[64], tb[64], host[128], h[256];
+	struct guest_server g;
+	struct reply r;
+
+	guest_server_start(&g, answer, sizeof(answer) - 1, 1);
+	create_with_token(a, ta);
+	create_with_token(b, tb);
+	cr_assert_str_neq(ta, tb);
+	snprintf(host, sizeof(host), "%u-%s.MAYFLY.test:8080", g.port, a);
+	req_host = host;
+	request("GET", "/", NULL, NULL, 0, &r);
+	assert_e2b_error(&r, 401);
+	snprintf(h, sizeof(h), "e2b-traffic-access-token: %s\r\n", tb);
+	request("GET", "/", h, NULL, 0, &r);
+	assert_e2b_error(&r, 403);
+	request("GET", "/", "X-API-KEY: not-a-key\r\n", NULL, 0, &r);
+	assert_e2b_error(&r, 403);
+	snprintf(h, sizeof(h), "e2b-traffic-access-token: %s\r\n", ta);
+	request("GET", "/", h, NULL, 0, &r);
+	cr_assert_eq(r.status, 204, "%d %s", r.status, r.body);
+	free(r.body);
+	/* No sandbox of that id: 404; an upgrade with a body: 400. */
+	snprintf(host, sizeof(host), "%u-nosuch.mayfly.test", g.port);
+	request("GET", "/", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, a);
+	request("POST", "/", HKEY "Upgrade: websocket\r\n", "x", 1, &r);
+	assert_e2b_error(&r, 400);
+	req_host = "x";
+	guest_server_stop(&g);
+}
+
+Test(serve_e2b, a_closed_port_or_a_broken_server_is_a_502_that_says_why)
+{
+	static const char *const answers[] = {
+		"SSH-2.0-OpenSSH\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\n folded: x\r\n\r\n",
+		"",
+	};
+	char id[API_ID_MAX + 1], token[64], host[128];
+	struct guest_server g;
+	struct reply r;
+
+	create_with_token(id, token);
+	req_host = host;
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+		guest_server_start(&g, answers[i], strlen(answers[i]), 1);
+		snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, id);
+		request("GET", "/", HKEY, NULL, 0, &r);
+		cr_assert_eq(r.status, 502, "answer %zu: %d %s", i, r.status, r.body);
+		cr_assert(strstr(r.body, "the guest's server"), "answer %zu: %s", i, r.body);
+		free(r.body);
+		guest_server_stop(&g);
+	}
+	/* A head over 32 KiB. */
+	{
+		size_t big = PORT_HEAD_MAX + 100;
+		char *answer = malloc(big + 1);
+
+		memcpy(answer, "HTTP/1.1 200 OK\r\nX-Big: ", 24);
+		memset(answer + 24, 'a', big - 24);
+		answer[big] = '\0';
+		guest_server_start(&g, answer, big, 1);
+		snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, id);
+		request("GET", "/", HKEY, NULL, 0, &r);
+		cr_assert_eq(r.status, 502, "%d %s", r.status, r.body);
+		cr_assert(strstr(r.body, "32 KiB"), "%s", r.body);
+		free(r.body);
+		guest_server_stop(&g);
+		free(answer);
+	}
+	/* Nothing listens: a port just closed. */
+	guest_server_start(&g, "", 0, 0);
+	guest_server_stop(&g);
+	snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, id);
+	request("GET", "/", HKEY, NULL, 0, &r);
+	cr_assert_eq(r.status, 502, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.body, "nothing listens on port"), "%s", r.body);
+	free(r.body);
+	req_host = "x";
+}
+
+/* A WebSocket server "in the guest": its 101 and a first message, then an
+ * echo of whatever comes until the end. */
+static void *ws_server_main(void *arg)
+{
+	static const char yes[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+				  "Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+				  "\r\nearly";
+	struct guest_server *g = arg;
+	int fd = accept(g->lfd, NULL, NULL);
+	size_t len = 0;
+	char buf[4096];
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	while (len < sizeof(g->got) - 1 && !strstr(g->got, "\r\n\r\n") &&
+	       (n = read(fd, g->got + len, sizeof(g->got) - 1 - len)) > 0)
+		len += (size_t)n;
+	(void)!write(fd, yes, sizeof(yes) - 1);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		(void)!write(fd, buf, (size_t)n);
+	close(fd);
+	return NULL;
+}
+
+Test(serve_e2b, a_published_port_upgrades_to_a_websocket_and_relays_both_ways)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char id[API_ID_MAX + 1], token[64], head[1024], got[4096];
+	struct timeval tv = { .tv_sec = 10 };
+	struct guest_server g = { 0 };
+	uint16_t keep = port;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	g.lfd = listen_any();
+	g.port = port;
+	port = keep;
+	cr_assert_eq(pthread_create(&g.thread, NULL, ws_server_main, &g), 0);
+	create_with_token(id, token);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = snprintf(head, sizeof(head), "GET /ws?room=1 HTTP/1.1\r\nHost: %u-%s.mayfly.test\r\n"
+		     "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+		     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\ne2b-traffic-access-token: %s\r\n"
+		     "\r\n", g.port, id, token);
+	cr_assert_eq(write(fd, head, (size_t)n), n);
+	while (len < sizeof(got) - 1 && !(strstr(got, "\r\n\r\n") && strstr(got, "early"))) {
+		n = read(fd, got + len, sizeof(got) - 1 - len);
+		cr_assert_gt(n, 0, "the upgrade's answer: %.*s; the guest saw: %s", (int)len, got, g.got);
+		len += (size_t)n;
+		got[len] = '\0';
+	}
+	cr_assert(!strncmp(got, "HTTP/1.1 101", 12), "%s", got);
+	cr_assert(strcasestr(got, "\r\nUpgrade: websocket"), "%s", got);
+	cr_assert(strstr(got, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "%s", got);
+	/* The guest saw an HTTP/1.1 upgrade with the key, and no token. */
+	cr_assert(!strncmp(g.got, "GET /ws?room=1 HTTP/1.1\r\n", 25), "%s", g.got);
+	cr_assert(strcasestr(g.got, "Upgrade: websocket"), "%s", g.got);
+	cr_assert(strstr(g.got, "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="), "%s", g.got);
+	cr_assert(!strstr(g.got, token), "%s", g.got);
+	/* Both ways, raw, as often as wanted. */
+	for (int i = 0; i < 3; i++) {
+		char msg[32];
+		size_t want = (size_t)snprintf(msg, sizeof(msg), "frame %d", i);
+
+		len = 0;
+		cr_assert_eq(write(fd, msg, want), (ssize_t)want);
+		while (len < want && (n = read(fd, got + len, want - len)) > 0)
+			len += (size_t)n;
+		cr_assert_eq(len, want);
+		cr_assert(!memcmp(got, msg, want));
+	}
+	close(fd);
+	pthread_join(g.thread, NULL);   /* the guest's end saw the close */
+	close(g.lfd);
 }

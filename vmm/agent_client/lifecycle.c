@@ -1,4 +1,4 @@
-/* lifecycle.c - the guest agent's life-cycle requests: FRESHEN with the connect, NET, QUIESCE before a save. */
+/* lifecycle.c - the guest agent's life-cycle requests: FRESHEN with the connect, NET, PORT, QUIESCE before a save. */
 #include "agent_client/lifecycle.h"
 #include "lib/clock.h"
 
@@ -74,6 +74,39 @@ int agent_connect_fresh(struct agent_client *c, agent_dial_fn dial, void *dial_o
 
 	if (!rc)
 		rc = wait_ok(c, id, 0, "FRESHEN", deadline_ns, why);
+	return rc;
+}
+
+struct port_first {
+	uint16_t port;
+	uint32_t id;
+};
+
+/* agent_first's builder: PORT {port}. */
+static int port_frame(struct agent_client *c, uint8_t *buf, size_t cap, void *opaque)
+{
+	struct port_first *pf = opaque;
+	struct proto_writer w;
+
+	pf->id = agent_client_id(c);
+	proto_begin(&w, buf, cap, PROTO_PORT, pf->id);
+	proto_put_u32(&w, pf->port);
+	return proto_end(&w);
+}
+
+int agent_open_port(struct agent_client *c, agent_dial_fn dial, void *dial_opaque, uint16_t port,
+		    uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	struct port_first pf = { .port = port };
+	struct agent_first first = { port_frame, &pf };
+	int rc = agent_client_connect_first(c, dial, dial_opaque, PROTO_AGENT_PORT, &first,
+					    deadline_ns, cancel_fd, why);
+
+	if (rc)
+		return rc;
+	rc = wait_ok(c, pf.id, 0, "PORT", deadline_ns, why);
+	if (rc)
+		agent_client_close(c);
 	return rc;
 }
 

@@ -21,6 +21,16 @@ int agent_connect_fresh(struct agent_client *c, agent_dial_fn dial, void *dial_o
 int agent_tell_net(struct agent_client *c, uint32_t guest_port, uint32_t vsock_port,
 		   uint64_t deadline_ns, const char **why);
 
+/* PORT: a new connection joined to 127.0.0.1:port in the guest (a
+ * published port). PORT goes in the connect's own write; 0 once the agent
+ * answered OK: from then on c->fd carries that TCP connection's bytes,
+ * raw, and the first of the guest's are already in c->rbuf[c->rstart,
+ * c->rstart + c->rlen), to be passed on first. Else -errno with *why
+ * (-ECONNREFUSED: nothing listens on port; -EAGAIN: the agent relays as
+ * many connections as it takes), the client closed. */
+int agent_open_port(struct agent_client *c, agent_dial_fn dial, void *dial_opaque, uint16_t port,
+		    uint64_t deadline_ns, int cancel_fd, const char **why);
+
 /* QUIESCE: the agent syncs the guest's file systems, stops its proxy and
  * closes every connection, ours last, and refuses work until a FRESHEN.
  * Waits (30 s at most) for the OK and then for the connection's end, so

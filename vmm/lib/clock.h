@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#define NS_PER_S 1000000000ULL
+
 static inline uint64_t clock_now_ns(void)
 {
 	struct timespec ts;

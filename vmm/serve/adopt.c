@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_PER_S        1000000000ULL
 #define ADOPT_READY_S   30          /* for an adopted VM's agent to answer */
 #define ADOPT_ENDING_MS 10000       /* for a VM whose pause was committed to end */
 #define SPEC_MAX        (4u << 20)  /* a spec.json: a create's env and rules */

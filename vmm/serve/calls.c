@@ -2,6 +2,7 @@
 #include "serve/calls.h"
 #include "agent_client/client.h"
 #include "agent_client/events.h"
+#include "agent_client/lifecycle.h"
 #include "agent_client/session.h"
 #include "agent_client/transfer.h"
 #include "control/ctl_client.h"
@@ -22,7 +23,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define NS_PER_S       1000000000ULL
 #define EXEC_GRACE_S   10   /* past the exec's timeout, for the agent's EXIT to arrive */
 
 struct exec_slot {
@@ -867,4 +867,84 @@ void calls_remove(struct service *svc, struct sandbox *sb, const char *caller, c
 	file_call(svc, sb, caller, "write_file", "remove", path, remove_op, &recursive, r);
 	if (r->status == 200)
 		r->status = 204;
+}
+
+struct port_conn {
+	struct gate g;
+	char sandbox[API_ID_MAX + 1];   /* the gate's: the sandbox may go first */
+	json_t *call;
+	uint64_t t0;
+	size_t early_off, early_len;
+	struct agent_client c;
+};
+
+int calls_port_open(struct service *svc, struct sandbox *sb, const char *caller, unsigned port,
+		    struct port_conn **out, struct call_result *r)
+{
+	struct port_conn *pc = calloc(1, sizeof(*pc));
+	const char *why = "";
+	char err[300];
+	int rc;
+
+	if (!pc) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(pc->sandbox, sizeof(pc->sandbox), "%s", sb->id);
+	gate_for(&pc->g, svc, sb, caller);
+	pc->g.sandbox = pc->sandbox;
+	pc->call = json_pack("{s:s, s:i}", "tool", "port", "port", (int)port);
+	if (ask(&pc->g, pc->call, &pc->t0, r)) {
+		json_decref(pc->call);
+		free(pc);
+		return -EPERM;
+	}
+	rc = agent_open_port(&pc->c, agent_dial_unix, sb->vsock, (uint16_t)port,
+			     clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S, svc->stop_fd, &why);
+	if (!rc) {
+		pc->early_off = pc->c.rstart;
+		pc->early_len = pc->c.rlen;
+		*out = pc;
+		return 0;
+	}
+	if (rc == -ECONNREFUSED)
+		result(r, 502, "port_closed", "nothing listens on port %u in sandbox %s", port, sb->id);
+	else if (rc == -EAGAIN)
+		result(r, 503, "busy", "sandbox %s relays as many connections as it takes: %s",
+		       sb->id, why);
+	else
+		agent_failed(r, rc, "cannot reach the sandbox's agent", why);
+	if (gate_record_file(&pc->g, pc->call, pc->t0, rc, r->error, NULL, err, sizeof(err)))
+		result(r, 500, "audit", "%s", err);
+	json_decref(pc->call);
+	free(pc);
+	return rc;
+}
+
+int calls_port_fd(const struct port_conn *pc)
+{
+	return pc->c.fd;
+}
+
+const uint8_t *calls_port_early(struct port_conn *pc, size_t *len)
+{
+	const uint8_t *p = pc->c.rbuf + pc->early_off;
+
+	*len = pc->early_len;
+	pc->early_len = 0;
+	return p;
+}
+
+void calls_port_close(struct port_conn *pc, uint64_t bytes_in, uint64_t bytes_out,
+		      const char *err)
+{
+	char why[300];
+
+	agent_client_close(&pc->c);
+	json_object_set_new(pc->call, "bytes_in", json_integer((json_int_t)bytes_in));
+	json_object_set_new(pc->call, "bytes_out", json_integer((json_int_t)bytes_out));
+	if (gate_record_file(&pc->g, pc->call, pc->t0, err ? -EIO : 0, err, NULL, why, sizeof(why)))
+		log_warn("serve: sandbox %s: port: %s", pc->sandbox, why);
+	json_decref(pc->call);
+	free(pc);
 }

@@ -101,4 +101,23 @@ void calls_rename(struct service *svc, struct sandbox *sb, const char *caller, c
 void calls_remove(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
 		  bool recursive, struct call_result *r);
 
+/* A published port's TCP connection: recorded as tool "port" {port}
+ * (never put to the approver: it reads nothing of the guest's by
+ * itself), then the agent's PORT. 0 and *out; else r says why: 502
+ * "port_closed" nothing listens there, 503 "busy" the agent relays as
+ * many as it takes, or the agent's failure. sb is the caller's; the
+ * connection does not hold it (a delete or pause ends it). */
+struct port_conn;
+int calls_port_open(struct service *svc, struct sandbox *sb, const char *caller, unsigned port,
+		    struct port_conn **out, struct call_result *r);
+/* Its socket: the guest server's bytes, raw. */
+int calls_port_fd(const struct port_conn *pc);
+/* What the guest's server sent with the agent's OK (to be passed on
+ * before anything read from the socket): *len bytes, then none. */
+const uint8_t *calls_port_early(struct port_conn *pc, size_t *len);
+/* The connection ends: closed, recorded with its bytes each way and err
+ * (NULL: it went well). */
+void calls_port_close(struct port_conn *pc, uint64_t bytes_in, uint64_t bytes_out,
+		      const char *err);
+
 #endif

@@ -2,23 +2,30 @@
 #include "serve/e2b_http.h"
 #include "serve/e2b_envd.h"
 #include "serve/e2b_msg.h"
+#include "serve/e2b_port.h"
+#include "serve/port_msg.h"
 #include "serve/http_reply.h"
 #include "serve/live.h"
+#include "lib/atomic_file.h"
 #include "lib/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #define E2B_MAX_JSON_BODY (64u << 10)   /* a control-plane request: a few members */
 #define E2B_MAX_LIST      1000          /* a list's page at most */
 #define E2B_PAUSE_WAIT_MS 5000          /* a pause waits this long for calls to end */
+#define E2B_MAX_TARGET    8192          /* a published port's request target */
 
 enum e2b_route {
 	E2B_NONE, E2B_CREATE, E2B_LIST, E2B_GET, E2B_KILL, E2B_TIMEOUT, E2B_PAUSE, E2B_CONNECT,
@@ -33,6 +40,7 @@ struct e2b_request {
 	struct http_body body;
 	bool answered;                 /* a reply sent before the body's end */
 	struct envd_call *envd;        /* an envd request: e2b_envd.c's */
+	struct port_call *port;        /* a published port's: e2b_port.c's */
 };
 
 /* E2B's error body: the SDK reads its numeric "code" (404: not found, 409:
@@ -140,7 +148,12 @@ static json_t *listed(struct e2b_server *e, json_t *sb, const char *key, bool de
 		      "memoryMB", (json_int_t)(t ? t->mem_mib : 0), "envdVersion", E2B_ENVD_VERSION,
 		      "metadata", meta ? meta : json_object());
 	if (j && detail) {
+		char traffic[PORT_TOKEN_LEN + 1];
+
+		port_traffic_token(e->traffic_key, json_string_value(json_object_get(sb, "id")) ?: "",
+				   traffic);
 		json_object_set_new(j, "envdAccessToken", json_string(key));
+		json_object_set_new(j, "trafficAccessToken", json_string(traffic));
 		json_object_set_new(j, "domain", json_string(e->domain));
 	}
 	return j;
@@ -149,9 +162,14 @@ static json_t *listed(struct e2b_server *e, json_t *sb, const char *key, bool de
 /* Create's and connect's answer: the Sandbox the SDK builds its client of. */
 static json_t *sandbox_json(struct e2b_server *e, const char *id, const char *tmpl, const char *key)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID", tmpl,
+	char traffic[PORT_TOKEN_LEN + 1];
+
+	/* Every sandbox's published ports want its token: E2B's
+	 * allowPublicTraffic: false, always (docs/e2b.md). */
+	port_traffic_token(e->traffic_key, id, traffic);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID", tmpl,
 			 "clientID", "mayfly", "envdVersion", E2B_ENVD_VERSION, "envdAccessToken",
-			 key, "domain", e->domain);
+			 key, "trafficAccessToken", traffic, "domain", e->domain);
 }
 
 /* E2B's NewSandbox as serve's own create: templateID ("base": the
@@ -474,6 +492,14 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
+/* The request target as the client sent it (MHD's url is unescaped and
+ * has no query), which a published port passes on as it came. MHD
+ * parses a request in its connection's thread (one per connection) and
+ * calls on_uri, then on_request for it, with no other request between:
+ * a thread's own copy needs no allocation that a request MHD refuses
+ * half-way (headers too large) would leak. "" when longer. */
+static _Thread_local char request_target[E2B_MAX_TARGET + 1];
+
 /* Checks made before any body is read: the length's framing, the key or
  * token, the route. */
 static enum MHD_Result first_call(struct e2b_server *e, struct MHD_Connection *conn,
@@ -481,7 +507,8 @@ static enum MHD_Result first_call(struct e2b_server *e, struct MHD_Connection *c
 {
 	struct e2b_request *rq = calloc(1, sizeof(*rq));
 	const char *sandbox = header(conn, "E2b-Sandbox-Id");
-	char msg[200];
+	char msg[200], host_id[PORT_ID_MAX + 1];
+	unsigned port;
 	int st;
 
 	if (!rq)
@@ -497,6 +524,19 @@ static enum MHD_Result first_call(struct e2b_server *e, struct MHD_Connection *c
 		if (resp)
 			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 		return http_send(conn, 400, resp);
+	}
+	/* A sandbox's own host name: a published port, or envd's (the SDK
+	 * without E2B_SANDBOX_URL calls envd so). */
+	if (port_parse_host(header(conn, MHD_HTTP_HEADER_HOST), e->domain, &port, host_id)) {
+		if (port != E2B_ENVD_PORT) {
+			if (!request_target[0])
+				return send_error(conn, 414, "the request target is longer than "
+						  "mayfly passes to a published port (8 KiB)");
+			rq->answered = false;
+			return port_begin(e, conn, method, request_target, port, host_id, &rq->port);
+		}
+		if (!sandbox)
+			sandbox = host_id;
 	}
 	if (sandbox) {
 		/* envd's requests: its access token is an API key (create gave it). */
@@ -539,6 +579,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*size = 0;
 		return MHD_YES;
 	}
+	if (rq->port)
+		return port_body(e, conn, rq->port, data, size);
 	if (rq->envd)
 		return envd_body(e, conn, rq->envd, data, size);
 	if (*size) {
@@ -564,6 +606,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (rq->envd)
 		envd_end(e, rq->envd);
+	port_end(rq->port);
 	http_body_free(&rq->body);
 	free(rq);
 	*con_cls = NULL;
@@ -575,12 +618,67 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	http_guard_notify(&((struct e2b_server *)cls)->guard, conn, socket_context, toe);
 }
 
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	size_t len = strlen(uri);
+
+	(void)cls;
+	(void)conn;
+	if (len > E2B_MAX_TARGET)
+		len = 0;
+	memcpy(request_target, uri, len);
+	request_target[len] = '\0';
+	return NULL;
+}
+
+/* The key traffic tokens come from (port_traffic_token): made once, kept
+ * in the state directory, so a token holds across restarts. */
+static int traffic_key(struct e2b_server *e)
+{
+	char path[CONFIG_PATH_MAX + 32];
+	int fd, rc = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/e2b-traffic.key", e->svc->cfg.state);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		n = read(fd, e->traffic_key, sizeof(e->traffic_key));
+		close(fd);
+		if (n == (ssize_t)sizeof(e->traffic_key))
+			return 0;
+		log_say("serve: %s is not a %zu-byte key: remove it to make a new one", path,
+			sizeof(e->traffic_key));
+		return -EINVAL;
+	}
+	if (errno != ENOENT ||
+	    getrandom(e->traffic_key, sizeof(e->traffic_key), 0) != (ssize_t)sizeof(e->traffic_key))
+		rc = -errno;
+	else
+		rc = atomic_file_write(path, e->traffic_key, sizeof(e->traffic_key));
+	if (rc)
+		log_say("serve: cannot make %s: %s", path, strerror(-rc));
+	return rc;
+}
+
 int e2b_start(struct e2b_server *e)
 {
+	if (traffic_key(e))
+		return -EIO;
+	e->ws_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->ws_stop_fd < 0)
+		return -errno;
+	pthread_mutex_init(&e->ws_lock, NULL);
+	pthread_cond_init(&e->ws_ended, NULL);
+	e->ws_count = 0;
 	e->daemon = http_daemon_start(e->listen_fd, &e->guard, e->head_timeout_ms,
-				      E2B_MAX_CONNECTIONS, 0, on_request, on_completed,
-				      on_connection, e);
-	return e->daemon ? 0 : -EIO;
+				      E2B_MAX_CONNECTIONS, MHD_ALLOW_UPGRADE, on_uri, on_request,
+				      on_completed, on_connection, e);
+	if (!e->daemon) {
+		close(e->ws_stop_fd);
+		e->ws_stop_fd = -1;
+		return -EIO;
+	}
+	return 0;
 }
 
 void e2b_quiesce(struct e2b_server *e)
@@ -590,5 +688,21 @@ void e2b_quiesce(struct e2b_server *e)
 
 void e2b_stop(struct e2b_server *e)
 {
+	uint64_t one = 1;
+	bool started = e->daemon != NULL;
+
+	/* The WebSockets first: MHD's stop waits for their connections. */
+	if (started) {
+		(void)!write(e->ws_stop_fd, &one, sizeof(one));
+		pthread_mutex_lock(&e->ws_lock);
+		while (e->ws_count)
+			pthread_cond_wait(&e->ws_ended, &e->ws_lock);
+		pthread_mutex_unlock(&e->ws_lock);
+	}
 	http_daemon_stop(&e->daemon, &e->guard, &e->listen_fd);
+	if (started) {
+		close(e->ws_stop_fd);
+		pthread_mutex_destroy(&e->ws_lock);
+		pthread_cond_destroy(&e->ws_ended);
+	}
 }

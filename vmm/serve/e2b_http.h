@@ -2,6 +2,7 @@
 #ifndef MAYFLY_SERVE_E2B_HTTP_H
 #define MAYFLY_SERVE_E2B_HTTP_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "serve/http_guard.h"
@@ -15,6 +16,7 @@
 #define E2B_DEFAULT_TIMEOUT_S 300   /* a create without "timeout", as E2B's */
 /* Connections at once: the SDK holds one per command or watch it streams. */
 #define E2B_MAX_CONNECTIONS 512
+#define E2B_ENVD_PORT    49983      /* envd's port: PORT-ID.DOMAIN with it is envd's */
 
 struct e2b_server {
 	struct MHD_Daemon *daemon;
@@ -22,6 +24,13 @@ struct e2b_server {
 	struct service *svc;
 	const struct tokens *tokens;   /* an API key, and an envd access token, is one of them */
 	char domain[E2B_DOMAIN_MAX + 1];   /* sandboxes' host names: PORT-ID.DOMAIN */
+	uint8_t traffic_key[32];       /* published ports' tokens come from it (e2b_start) */
+	/* Published ports' WebSockets, each a relay thread (e2b_port.c):
+	 * e2b_stop makes ws_stop_fd readable and waits for ws_count 0. */
+	int ws_stop_fd;
+	pthread_mutex_t ws_lock;
+	pthread_cond_t ws_ended;
+	unsigned ws_count;
 	uint64_t max_file;             /* a file up or down */
 	unsigned head_timeout_ms;      /* 0: HTTP_GUARD_TIMEOUT_MS */
 	struct http_guard guard;

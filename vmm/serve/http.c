@@ -631,7 +631,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 int http_start(struct http_server *h, unsigned extra_flags)
 {
 	h->daemon = http_daemon_start(h->listen_fd, &h->guard, h->head_timeout_ms,
-				      HTTP_MAX_CONNECTIONS, extra_flags, on_request, on_completed,
+				      HTTP_MAX_CONNECTIONS, extra_flags, NULL, on_request, on_completed,
 				      on_connection, h);
 	return h->daemon ? 0 : -EIO;
 }

@@ -146,6 +146,8 @@ enum MHD_Result http_send_stream(struct MHD_Connection *conn, unsigned status, u
 
 struct MHD_Daemon *http_daemon_start(int listen_fd, struct http_guard *g, unsigned head_timeout_ms,
 				     unsigned max_conns, unsigned extra_flags,
+				     void *(*on_uri)(void *cls, const char *uri,
+						     struct MHD_Connection *conn),
 				     MHD_AccessHandlerCallback on_request,
 				     MHD_RequestCompletedCallback on_completed,
 				     MHD_NotifyConnectionCallback on_connection, void *cls)
@@ -159,6 +161,7 @@ struct MHD_Daemon *http_daemon_start(int listen_fd, struct http_guard *g, unsign
 			     MHD_USE_ITC | extra_flags, 0, NULL, NULL, on_request, cls,
 			     MHD_OPTION_LISTEN_SOCKET, listen_fd,
 			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, cls,
+			     MHD_OPTION_URI_LOG_CALLBACK, on_uri, cls,
 			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, cls,
 			     MHD_OPTION_CONNECTION_LIMIT, max_conns,
 			     MHD_OPTION_CONNECTION_TIMEOUT, 0u,

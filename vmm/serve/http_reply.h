@@ -30,9 +30,13 @@ enum MHD_Result http_send_stream(struct MHD_Connection *conn, unsigned status, u
 /* libmicrohttpd serving listen_fd, a thread per connection, at most
  * max_conns at once, no timeout of its own (the guard g, started here
  * with head_timeout_ms, times request heads; a call lasts as long as it
- * needs). The daemon, or NULL (the guard stopped again). */
+ * needs). on_uri (NULL: none) sees each request target as sent; what
+ * it returns is the request's first context. The daemon, or NULL (the
+ * guard stopped again). */
 struct MHD_Daemon *http_daemon_start(int listen_fd, struct http_guard *g, unsigned head_timeout_ms,
 				     unsigned max_conns, unsigned extra_flags,
+				     void *(*on_uri)(void *cls, const char *uri,
+						     struct MHD_Connection *conn),
 				     MHD_AccessHandlerCallback on_request,
 				     MHD_RequestCompletedCallback on_completed,
 				     MHD_NotifyConnectionCallback on_connection, void *cls);

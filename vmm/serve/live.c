@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_PER_S        1000000000ULL
 #define PAUSE_EXIT_S    10      /* after a pause, for the VM process to end */
 #define CTL_EXIT_BUSY   5       /* mayfly pause/fork: a call is in flight */
 

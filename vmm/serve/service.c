@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_PER_S 1000000000ULL
 
 static const char *const state_names[] = {
 	[SB_STARTING] = "starting", [SB_POOL] = "pool", [SB_RUNNING] = "running",
