@@ -43,7 +43,7 @@ expect() {
 	fi
 }
 
-echo "1..73"
+echo "1..75"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -159,6 +159,8 @@ expect "serve --e2b without --tokens" 2 "--e2b needs --tokens" -- "$mayfly" serv
 expect "serve --e2b off loopback" 2 "--e2b 0.0.0.0:8080: only a loopback address" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --tokens "$tmp/tokens" --e2b 0.0.0.0:8080
 expect "serve --e2b not an address" 2 "bad --e2b" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --tokens "$tmp/tokens" --e2b localhost
 expect "serve --e2b-domain too long" 2 "longer than 128" -- "$mayfly" serve --tokens "$tmp/tokens" --e2b 127.0.0.1:1 --e2b-domain "$(printf '%0200d' 0)"
+expect "serve --e2b-cert without --e2b-key" 2 "--e2b-cert and --e2b-key go together" -- "$mayfly" serve --tokens "$tmp/tokens" --e2b 127.0.0.1:1 --e2b-cert "$tmp/tokens"
+expect "serve --e2b-cert that is no certificate" 2 "--e2b-cert $tmp/tokens:" -- "$mayfly" serve --tokens "$tmp/tokens" --e2b 127.0.0.1:1 --e2b-cert "$tmp/tokens" --e2b-key "$tmp/tokens"
 expect "serve --template without NAME=" 2 "want NAME=DIR" -- "$mayfly" serve --template "$tmp/dir"
 expect "serve --template default=DIR" 2 "is the default template's" -- "$mayfly" serve --template "default=$tmp/dir"
 expect "serve with a template that is no snapshot" 125 "no snapshot in" -- "$mayfly" serve --state "$tmp/state" --snapshot "$tmp/dir" --socket "$tmp/nosnap.sock"

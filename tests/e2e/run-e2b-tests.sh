@@ -47,36 +47,59 @@ tap_diag() {
 	tap_tail 5 "# service: " "$work/serve.err"
 }
 
-echo "# starting mayfly serve --e2b (makes the agent image's snapshot once: minutes nested)"
-"$mayfly" serve --state "$work/state" --tokens "$work/tokens" --e2b "127.0.0.1:$port" \
-	--ephemeral --audit "$work/audit.log" >"$work/serve.err" 2>&1 &
-spid=$!
-i=0
-while ! grep -q "E2B's API on" "$work/serve.err" && kill -0 "$spid" 2>/dev/null && [ $i -lt 1200 ]; do
-	sleep 0.5
-	i=$((i + 1))
-done
-grep -q "E2B's API on 127.0.0.1:$port" "$work/serve.err" ||
-	bail "mayfly serve --e2b did not start: $(tail -n 5 "$work/serve.err")"
+# serve_start STATE ADDR [OPTION...]: mayfly serve --e2b ADDR, waited for.
+serve_start() {
+	st_dir=$1 addr=$2
+	shift 2
+	"$mayfly" serve --state "$st_dir" --tokens "$work/tokens" --e2b "$addr" --ephemeral "$@" \
+		>"$work/serve.err" 2>&1 &
+	spid=$!
+	i=0
+	while ! grep -q "E2B's API on" "$work/serve.err" && kill -0 "$spid" 2>/dev/null &&
+		[ $i -lt 1200 ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	grep -q "E2B's API on $addr" "$work/serve.err" ||
+		bail "mayfly serve --e2b did not start: $(tail -n 5 "$work/serve.err")"
+}
+# sdk URL PREFIX [CASES]: the SDK script against URL (both of its URLs), its
+# own TAP, each point as one of ours (PREFIX before each); CASES: a comma
+# list of its cases (default all).
+sdk() {
+	E2B_API_URL="$1" E2B_SANDBOX_URL="$1" E2B_TEST_CASES="${3:-}" \
+		E2B_API_KEY="$key" E2B_TEST_BAD_KEY=wrong-key-0123456789abcdef \
+		timeout -k 5 1200 "$client/node" "$client/sdk-tests.mjs" >"$work/sdk.tap" 2>"$work/sdk.err"
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) tap "$2: ${line#ok * - }" ;;
+		"not ok "*)
+			rest=${line#not ok * - }
+			fail "${rest#* # }"
+			tap "$2: ${rest%% # *}"
+			;;
+		esac
+	done <"$work/sdk.tap"
+	grep -q '^1\.\.[1-9]' "$work/sdk.tap" ||
+		fail "the SDK script ended without its plan: $(tail -n 3 "$work/sdk.err")"
+	[ $rc -le 1 ] || fail "the SDK script exited $rc: $(tail -n 3 "$work/sdk.err")"
+	tap "$2: the SDK script ran to its end (exit $rc)"
+}
+# serve_drain STATE: SIGTERM, then nothing of the --ephemeral service left.
+serve_drain() {
+	kill -TERM "$spid"
+	wait "$spid"
+	spid=""
+	left=$(ls "$1/sb" 2>/dev/null | wc -l | tr -d ' ')
+	[ "$left" -eq 0 ] || fail "$left sandbox directories left after the drain"
+	! ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 ||
+		fail "VM cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
+}
 
-# The SDK's own TAP, each point as one of ours.
-E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
-	E2B_API_KEY="$key" E2B_TEST_BAD_KEY=wrong-key-0123456789abcdef \
-	timeout -k 5 1200 "$client/node" "$client/sdk-tests.mjs" >"$work/sdk.tap" 2>"$work/sdk.err"
-rc=$?
-while IFS= read -r line; do
-	case $line in
-	"ok "*) tap "SDK: ${line#ok * - }" ;;
-	"not ok "*)
-		rest=${line#not ok * - }
-		fail "${rest#* # }"
-		tap "SDK: ${rest%% # *}"
-		;;
-	esac
-done <"$work/sdk.tap"
-grep -q '^1\.\.[1-9]' "$work/sdk.tap" || fail "the SDK script ended without its plan: $(tail -n 3 "$work/sdk.err")"
-[ $rc -le 1 ] || fail "the SDK script exited $rc: $(tail -n 3 "$work/sdk.err")"
-tap "the SDK script ran to its end (exit $rc)"
+echo "# starting mayfly serve --e2b (makes the agent image's snapshot once: minutes nested)"
+serve_start "$work/state" "127.0.0.1:$port" --audit "$work/audit.log"
+sdk "http://127.0.0.1:$port" SDK
 
 # A second client we did not write: curl, on the control plane's REST
 # shapes as E2B's OpenAPI file has them, envd's Start stream and a
@@ -158,12 +181,25 @@ grep -q '"tool":"port","port":8000' "$work/audit.log" || fail "no published port
 "$mayfly" audit verify "$work/audit.log" >"$work/verify.out" 2>&1 || fail "audit verify: $(tail -n 2 "$work/verify.out")"
 tap "the SDK's commands, files and port connections are in the audit log, the chain verified"
 
-kill -TERM "$spid"
-wait "$spid"
-spid=""
-left=$(ls "$work/state/sb" 2>/dev/null | wc -l | tr -d ' ')
-[ "$left" -eq 0 ] || fail "$left sandbox directories left after the drain"
-! ls -d /sys/fs/cgroup/mayfly/vm-* >/dev/null 2>&1 || fail "VM cgroups left: $(ls -d /sys/fs/cgroup/mayfly/vm-*)"
+serve_drain "$work/state"
 tap "the --ephemeral service drains: no sandbox, VM or cgroup left"
+
+# TLS: the service again over HTTPS (--e2b-cert/--e2b-key, tests/data's
+# self-signed pair for localhost and 127.0.0.1), the SDK trusting it, curl
+# checking it; plain HTTP on that port is not answered.
+tport=49988
+serve_start "$work/state-tls" "127.0.0.1:$tport" --e2b-cert "$client/tls-cert.pem" \
+	--e2b-key "$client/tls-key.pem"
+NODE_EXTRA_CA_CERTS="$client/tls-cert.pem" sdk "https://127.0.0.1:$tport" "SDK over TLS" \
+	create,run,files,kill
+st=$("$client/curl" -sS -m 30 --cacert "$client/tls-cert.pem" -o "$work/rest.body" \
+	-w '%{http_code} %{http_version}' -H "X-API-KEY: $key" "https://127.0.0.1:$tport/v2/sandboxes" \
+	2>>"$work/curl.err")
+[ "$st" = "200 1.1" ] || fail "curl over TLS: '$st' (want 200 over HTTP/1.1): $(tail -n 1 "$work/curl.err")"
+st=$("$client/curl" -sS -m 10 -o /dev/null -w '%{http_code}' -H "X-API-KEY: $key" \
+	"http://127.0.0.1:$tport/v2/sandboxes" 2>/dev/null)
+[ "$st" = 000 ] || fail "plain HTTP on the TLS port was answered: $st"
+serve_drain "$work/state-tls"
+tap "TLS: curl verifies the certificate and gets HTTP/1.1; plain HTTP there gets no answer; the drain leaves nothing"
 
 tap_end

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/ssl.h>
 
 #include "serve/connect.h"
 #include "serve/e2b_http.h"
@@ -315,6 +316,8 @@ Test(serve_e2b, list_get_timeout_pause_and_kill_as_the_sdk_reads_them)
 	free(r.body);
 	request("POST", url, HKEY JSON, "{}", 2, &r);
 	assert_e2b_error(&r, 400);
+	request("POST", url, HKEY JSON, "{\"timeout\":600,\"timeout\":1}", 28, &r);
+	assert_e2b_error(&r, 400);
 	snprintf(url, sizeof(url), "/sandboxes/%s", a);
 	request("GET", url, HKEY, NULL, 0, &r);
 	j = json_of(&r);
@@ -419,6 +422,29 @@ Test(serve_e2b, envd_refuses_malformed_rpcs_with_connects_codes)
 	request("POST", "/process.Process/Start", h, env, sizeof(env), &r);
 	cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s", r.body + 5);
 	free(r.body);
+	/* Within the 1 MiB message but over the agent's 256 KiB request. */
+	{
+		size_t big = 300u << 10, n;
+		char *msg = malloc(big + 64);
+		uint8_t *body = malloc(big + 64 + CONNECT_ENVELOPE_LEN);
+
+		cr_assert(msg && body);
+		n = (size_t)sprintf(msg, "{\"process\":{\"cmd\":\"echo\",\"args\":[\"");
+		memset(msg + n, 'a', big);
+		n += big;
+		n += (size_t)sprintf(msg + n, "\"]}}");
+		connect_envelope(body, 0, (uint32_t)n);
+		memcpy(body + CONNECT_ENVELOPE_LEN, msg, n);
+		request("POST", "/process.Process/Start", h, body, n + CONNECT_ENVELOPE_LEN, &r);
+		cr_assert_eq(r.status, 200);
+		cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s",
+			  r.body + CONNECT_ENVELOPE_LEN);
+		cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "guest agent"), "%s",
+			  r.body + CONNECT_ENVELOPE_LEN);
+		free(r.body);
+		free(msg);
+		free(body);
+	}
 	/* Unary: wrong type, a missing path, unknown pid, unknown method. */
 	request("POST", "/filesystem.Filesystem/Stat", h, "{\"path\":\"/\"}", 12, &r);
 	assert_connect_error(&r, 400, "invalid_argument");
@@ -684,6 +710,29 @@ Test(serve_e2b, a_published_port_wants_its_own_sandboxs_token)
 	snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, a);
 	request("POST", "/", HKEY "Upgrade: websocket\r\n", "x", 1, &r);
 	assert_e2b_error(&r, 400);
+	/* Headers past libmicrohttpd's 32 KiB: refused before any of ours runs. */
+	{
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct timeval tv = { .tv_sec = 10 };
+		size_t big = 40000, n;
+		char *req = malloc(big + 256), got[64] = "";
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		cr_assert_not_null(req);
+		n = (size_t)sprintf(req, "GET / HTTP/1.1\r\nHost: %s\r\nX-Big: ", host);
+		memset(req + n, 'a', big);
+		n += big;
+		n += (size_t)sprintf(req + n, "\r\n\r\n");
+		cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		(void)!write(fd, req, n);
+		cr_assert_gt(read(fd, got, sizeof(got) - 1), 0, "no answer to oversized headers");
+		cr_assert(!strncmp(got, "HTTP/1.1 431", 12) || !strncmp(got, "HTTP/1.1 413", 12) ||
+			  !strncmp(got, "HTTP/1.1 400", 12), "%s", got);
+		close(fd);
+		free(req);
+	}
 	req_host = "x";
 	guest_server_stop(&g);
 }
@@ -819,4 +868,120 @@ Test(serve_e2b, a_published_port_upgrades_to_a_websocket_and_relays_both_ways)
 	close(fd);
 	pthread_join(g.thread, NULL);   /* the guest's end saw the close */
 	close(g.lfd);
+}
+
+/* --- TLS (--e2b-cert/--e2b-key): tests/data's self-signed localhost pair --- */
+
+#define CERT "../data/tls-cert.pem"
+#define CERT_KEY "../data/tls-key.pem"
+
+static SSL *tls_dial(SSL_CTX **ctx, uint16_t p, int *fd_out)
+{
+	static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	SSL *ssl;
+
+	*ctx = SSL_CTX_new(TLS_client_method());
+	cr_assert_eq(SSL_CTX_load_verify_locations(*ctx, CERT, NULL), 1);
+	SSL_CTX_set_verify(*ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_alpn_protos(*ctx, alpn, sizeof(alpn) - 1);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ssl = SSL_new(*ctx);
+	SSL_set_fd(ssl, fd);
+	SSL_set_tlsext_host_name(ssl, "localhost");
+	SSL_set1_host(ssl, "localhost");
+	*fd_out = fd;
+	return ssl;
+}
+
+Test(serve_e2b, tls_serves_the_same_api_with_http11_alpn_and_refuses_plain_text_and_silence)
+{
+	static const char req[] = "GET /v2/sandboxes HTTP/1.1\r\nHost: localhost\r\n"
+				  "X-API-KEY: " KEY "\r\nConnection: close\r\n\r\n";
+	struct e2b_server e2 = { 0 };
+	struct tls_front t;
+	const unsigned char *proto;
+	unsigned proto_len;
+	char got[4096], err[300];
+	uint16_t keep = port, tls_port;
+	size_t len = 0;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd, n;
+
+	cr_assert_eq(tls_front_load(&t, CERT, "../data/tls-other-key.pem", err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "is not the key of"), "%s", err);
+	cr_assert_eq(tls_front_load(&t, "../data/nosuch.pem", CERT_KEY, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "--e2b-cert"), "%s", err);
+	cr_assert_eq(tls_front_load(&t, CERT, CERT_KEY, err, sizeof(err)), 0, "%s", err);
+	e2 = (struct e2b_server){ .listen_fd = listen_any(), .svc = svc, .tokens = &tokens,
+				  .max_file = 1 << 20, .head_timeout_ms = 1000, .tls = &t };
+	tls_port = port;
+	port = keep;
+	snprintf(e2.domain, sizeof(e2.domain), "mayfly.test");
+	cr_assert_eq(e2b_start(&e2), 0);
+
+	/* A verified handshake, ALPN http/1.1 though h2 came first, the API. */
+	ssl = tls_dial(&ctx, tls_port, &fd);
+	cr_assert_eq(SSL_connect(ssl), 1, "the handshake");
+	SSL_get0_alpn_selected(ssl, &proto, &proto_len);
+	cr_assert_eq(proto_len, 8);
+	cr_assert(!memcmp(proto, "http/1.1", 8));
+	cr_assert_eq(SSL_write(ssl, req, sizeof(req) - 1), (int)sizeof(req) - 1);
+	while (len < sizeof(got) - 1 && (n = SSL_read(ssl, got + len, (int)(sizeof(got) - 1 - len))) > 0)
+		len += (size_t)n;
+	got[len] = '\0';
+	cr_assert(!strncmp(got, "HTTP/1.1 200", 12), "%s", got);
+	cr_assert(strstr(got, "\r\n\r\n["), "a list: %s", got);
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+
+	/* Plain HTTP on the TLS port: no answer but the close. */
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(tls_port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct timeval tv = { .tv_sec = 5 };
+		char buf[256];
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+		n = (int)read(fd, buf, sizeof(buf));
+		cr_assert(n <= 0 || strncmp(buf, "HTTP/", 5), "plain HTTP was answered");
+		close(fd);
+		/* A client that never says hello is cut after the handshake's time. */
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		cr_assert_eq(read(fd, buf, sizeof(buf)), 0, "the silent client was not cut in 5 s");
+		close(fd);
+		/* A crowd of silent ones: the 65th has one of the others cut at
+		 * once, long before their handshake's time. */
+		t.handshake_ms = 60000;
+		{
+			int fds[TLS_MAX_HANDSHAKES + 1], cut = 0;
+
+			for (int i = 0; i <= TLS_MAX_HANDSHAKES; i++) {
+				fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+				connect(fds[i], (struct sockaddr *)&a, sizeof(a));
+				if (i < TLS_MAX_HANDSHAKES)
+					poll(NULL, 0, 2);   /* each in its handshake before the next */
+			}
+			for (int w = 0; w < 50 && !cut; w++) {
+				poll(NULL, 0, 100);
+				for (int i = 0; i < TLS_MAX_HANDSHAKES && !cut; i++)
+					cut = read(fds[i], buf, sizeof(buf)) == 0 ||
+					      (errno == ECONNRESET);
+			}
+			cr_assert(cut, "no silent client was cut for the newcomer in 5 s");
+			for (int i = 0; i <= TLS_MAX_HANDSHAKES; i++)
+				close(fds[i]);
+		}
+	}
+	e2b_stop(&e2);
+	tls_front_free(&t);
 }

@@ -316,14 +316,14 @@ Test(serve_http, listen_refuses_addresses_off_loopback)
 	char err[200];
 	int fd;
 
-	cr_assert_eq(http_listen_tcp("listen", "0.0.0.0:8080", err, sizeof(err)), -EINVAL);
+	cr_assert_eq(http_listen_tcp("listen", "0.0.0.0:8080", false, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "loopback"), "%s", err);
-	cr_assert_eq(http_listen_tcp("listen", "192.168.1.1:8080", err, sizeof(err)), -EINVAL);
-	cr_assert_eq(http_listen_tcp("listen", "[::]:8080", err, sizeof(err)), -EINVAL);
-	cr_assert_eq(http_listen_tcp("listen", "localhost:8080", err, sizeof(err)), -EINVAL);
-	cr_assert_eq(http_listen_tcp("listen", "127.0.0.1:0", err, sizeof(err)), -EINVAL);
-	cr_assert_eq(http_listen_tcp("listen", "127.0.0.1:x", err, sizeof(err)), -EINVAL);
-	fd = http_listen_tcp("listen", "127.0.0.1:0x", err, sizeof(err));
+	cr_assert_eq(http_listen_tcp("listen", "192.168.1.1:8080", false, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(http_listen_tcp("listen", "[::]:8080", false, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(http_listen_tcp("listen", "localhost:8080", false, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(http_listen_tcp("listen", "127.0.0.1:0", false, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(http_listen_tcp("listen", "127.0.0.1:x", false, err, sizeof(err)), -EINVAL);
+	fd = http_listen_tcp("listen", "127.0.0.1:0x", false, err, sizeof(err));
 	cr_assert_eq(fd, -EINVAL);
 }
 

@@ -23,7 +23,7 @@ enum opt_id {
 	O_SNAPSHOT, O_COLD, O_SETUP, O_OUT, O_AUDIT, O_APPROVE, O_APPROVE_TIMEOUT, O_HEAD,
 	O_NO_SECCOMP,
 	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
-	O_SOCKET, O_LISTEN, O_E2B, O_E2B_DOMAIN, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
+	O_SOCKET, O_LISTEN, O_E2B, O_E2B_DOMAIN, O_E2B_CERT, O_E2B_KEY, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
 };
 
@@ -149,8 +149,11 @@ static const struct cli_option options[] = {
 	  "127.0.0.1:PORT or [::1]:PORT (needs --tokens)" },
 	{ "e2b", O_E2B, C_SERVE, "ADDR", "also speak E2B's sandbox protocol (its SDKs' API and\n"
 	  "envd) on the loopback TCP port ADDR: 127.0.0.1:PORT\n"
-	  "or [::1]:PORT; an API key is a token (needs --tokens;\n"
-	  "docs/e2b.md)" },
+	  "or [::1]:PORT (with --e2b-cert, any address named);\n"
+	  "an API key is a token (needs --tokens; docs/e2b.md)" },
+	{ "e2b-cert", O_E2B_CERT, C_SERVE, "FILE", "serve --e2b over TLS with this certificate chain\n"
+	  "(PEM; needs --e2b-key)" },
+	{ "e2b-key", O_E2B_KEY, C_SERVE, "FILE", "the private key (PEM) of --e2b-cert" },
 	{ "e2b-domain", O_E2B_DOMAIN, C_SERVE, "DOMAIN", "the domain E2B's sandboxes are named under\n"
 	  "(PORT-ID.DOMAIN; default localhost)" },
 	{ "tokens", O_TOKENS, C_SERVE, "FILE", "bearer tokens, one \"NAME TOKEN\" a line (mode 0600);\n"
@@ -549,6 +552,8 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 	case O_LISTEN: return nonempty(&c->serve.listen, "listen", val, err, errlen);
 	case O_E2B: return nonempty(&c->serve.e2b, "e2b", val, err, errlen);
 	case O_E2B_DOMAIN: return nonempty(&c->serve.e2b_domain, "e2b-domain", val, err, errlen);
+	case O_E2B_CERT: return nonempty(&c->serve.e2b_cert, "e2b-cert", val, err, errlen);
+	case O_E2B_KEY: return nonempty(&c->serve.e2b_key, "e2b-key", val, err, errlen);
 	case O_TOKENS: return nonempty(&c->serve.tokens, "tokens", val, err, errlen);
 	case O_STATE: return nonempty(&c->serve.state, "state", val, err, errlen);
 	case O_EPHEMERAL: c->serve.ephemeral = true; return CLI_OK;

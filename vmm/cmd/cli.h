@@ -38,6 +38,7 @@ struct cli {
 	struct {                   /* mayfly serve */
 		const char *socket, *listen, *tokens, *state;
 		const char *e2b, *e2b_domain;   /* --e2b ADDR, --e2b-domain DOMAIN */
+		const char *e2b_cert, *e2b_key; /* --e2b-cert FILE, --e2b-key FILE: TLS */
 		unsigned pool, max_sandboxes;
 		unsigned memory_reserve_mib;   /* --memory-reserve */
 		bool ephemeral;    /* --ephemeral: sandboxes end with the service */

@@ -48,6 +48,52 @@ int thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
 	return -rc;
 }
 
+void thread_crew_init(struct thread_crew *c)
+{
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->ended, NULL);
+	c->n = 0;
+}
+
+int thread_crew_start(struct thread_crew *c, unsigned max, void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->n < max) {
+		rc = thread_create(&t, fn, arg);
+		if (!rc) {
+			pthread_detach(t);
+			c->n++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void thread_crew_done(struct thread_crew *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->n--;
+	pthread_cond_broadcast(&c->ended);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void thread_crew_wait(struct thread_crew *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->n)
+		pthread_cond_wait(&c->ended, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void thread_crew_destroy(struct thread_crew *c)
+{
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->ended);
+}
+
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	static const int deliverable[] = {

@@ -43,6 +43,23 @@ int thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
 int thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 	__attribute__((warn_unused_result));
 
+/* Detached threads counted, so that their owner can wait for the last
+ * (a front end's thread per connection). */
+struct thread_crew {
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
+	unsigned n;
+};
+void thread_crew_init(struct thread_crew *c);
+/* fn(arg) on a detached thread_create'd thread, when fewer than max run.
+ * 0; -EAGAIN at max; -errno. fn must end with thread_crew_done. */
+int thread_crew_start(struct thread_crew *c, unsigned max, void *(*fn)(void *), void *arg)
+	__attribute__((warn_unused_result));
+void thread_crew_done(struct thread_crew *c);
+/* Until none runs (tell them to end first). */
+void thread_crew_wait(struct thread_crew *c);
+void thread_crew_destroy(struct thread_crew *c);
+
 /* set = SIGINT, SIGTERM and SIGHUP: the signals that stop a VM. */
 void thread_stop_signals(sigset_t *set);
 

@@ -243,6 +243,19 @@ static int stdin_memfd(const struct api_exec *req)
 	return fd;
 }
 
+/* The EXEC frame's payload the call makes, near enough from above: each
+ * string with its length word, and room for the fixed fields. */
+static size_t exec_frame_size(const struct api_exec *req, char *const *env, int nenv)
+{
+	size_t n = 256 + (req->cwd ? strlen(req->cwd) : 0);
+
+	for (int i = 0; i < req->argc; i++)
+		n += 4 + strlen(req->argv[i]);
+	for (int i = 0; i < nenv; i++)
+		n += 4 + strlen(env[i]);
+	return n;
+}
+
 int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller,
 		     struct api_exec *req, struct exec_stream **out, struct call_result *r)
 {
@@ -272,6 +285,13 @@ int calls_exec_start(struct service *svc, struct sandbox *sb, const char *caller
 		memcpy(s->env, sb->env, (size_t)sb->nenv * sizeof(*s->env));
 	if (s->req.nenv)
 		memcpy(s->env + sb->nenv, s->req.env, (size_t)s->req.nenv * sizeof(*s->env));
+	if (exec_frame_size(&s->req, s->env, sb->nenv + s->req.nenv) > PROTO_MAX_PAYLOAD) {
+		result(r, 400, "bad_request", "the command, its arguments and its environment "
+		       "(the sandbox's too) are over the guest agent's %u-byte request",
+		       PROTO_MAX_PAYLOAD);
+		rc = -E2BIG;
+		goto out_free;
+	}
 	rc = s->req.stdin_open ? open_pipe(&s->stdin_fd, &s->slot.stdin_w) : stdin_memfd(&s->req);
 	if (rc >= -1 && !s->req.stdin_open)
 		s->stdin_fd = rc;

@@ -218,11 +218,12 @@ out:
 	return rc;
 }
 
-/* {"timeout": seconds} (connect's is optional: 0 then). 0 or -EINVAL. */
+/* {"timeout": seconds} (connect's is optional: 0 then); a key twice is
+ * refused, as create's are. 0 or -EINVAL. */
 static int parse_timeout(const char *body, size_t len, bool required, unsigned *timeout_s,
 			 char *err, size_t errlen)
 {
-	json_t *in = json_loadb(body ? body : "{}", body ? len : 2, 0, NULL), *v;
+	json_t *in = json_loadb(body ? body : "{}", body ? len : 2, JSON_REJECT_DUPLICATES, NULL), *v;
 	int rc = 0;
 
 	*timeout_s = 0;
@@ -667,12 +668,21 @@ int e2b_start(struct e2b_server *e)
 	e->ws_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->ws_stop_fd < 0)
 		return -errno;
-	pthread_mutex_init(&e->ws_lock, NULL);
-	pthread_cond_init(&e->ws_ended, NULL);
-	e->ws_count = 0;
-	e->daemon = http_daemon_start(e->listen_fd, &e->guard, e->head_timeout_ms,
+	thread_crew_init(&e->ws);
+	e->daemon = http_daemon_start(e->tls ? -1 : e->listen_fd, &e->guard, e->head_timeout_ms,
 				      E2B_MAX_CONNECTIONS, MHD_ALLOW_UPGRADE, on_uri, on_request,
 				      on_completed, on_connection, e);
+	if (e->daemon && e->tls) {
+		e->tls->handshake_ms = e->head_timeout_ms ? e->head_timeout_ms : HTTP_GUARD_TIMEOUT_MS;
+		e->tls->max_conns = E2B_MAX_CONNECTIONS;
+		if (tls_front_start(e->tls, e->listen_fd, e->daemon)) {
+			MHD_stop_daemon(e->daemon);
+			e->daemon = NULL;
+			http_guard_stop(&e->guard);
+		} else {
+			e->listen_fd = -1;     /* the front's */
+		}
+	}
 	if (!e->daemon) {
 		close(e->ws_stop_fd);
 		e->ws_stop_fd = -1;
@@ -691,18 +701,17 @@ void e2b_stop(struct e2b_server *e)
 	uint64_t one = 1;
 	bool started = e->daemon != NULL;
 
-	/* The WebSockets first: MHD's stop waits for their connections. */
+	/* TLS's relays and the WebSockets first: MHD's stop waits for their
+	 * connections. */
+	if (e->tls)
+		tls_front_stop(e->tls);
 	if (started) {
 		(void)!write(e->ws_stop_fd, &one, sizeof(one));
-		pthread_mutex_lock(&e->ws_lock);
-		while (e->ws_count)
-			pthread_cond_wait(&e->ws_ended, &e->ws_lock);
-		pthread_mutex_unlock(&e->ws_lock);
+		thread_crew_wait(&e->ws);
 	}
 	http_daemon_stop(&e->daemon, &e->guard, &e->listen_fd);
 	if (started) {
 		close(e->ws_stop_fd);
-		pthread_mutex_destroy(&e->ws_lock);
-		pthread_cond_destroy(&e->ws_ended);
+		thread_crew_destroy(&e->ws);
 	}
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "serve/http_guard.h"
+#include "serve/tls_front.h"
 #include "serve/service.h"
 #include "serve/tokens.h"
 
@@ -28,16 +29,15 @@ struct e2b_server {
 	/* Published ports' WebSockets, each a relay thread (e2b_port.c):
 	 * e2b_stop makes ws_stop_fd readable and waits for ws_count 0. */
 	int ws_stop_fd;
-	pthread_mutex_t ws_lock;
-	pthread_cond_t ws_ended;
-	unsigned ws_count;
+	struct thread_crew ws;
 	uint64_t max_file;             /* a file up or down */
 	unsigned head_timeout_ms;      /* 0: HTTP_GUARD_TIMEOUT_MS */
 	struct http_guard guard;
+	struct tls_front *tls;         /* --e2b-cert/--e2b-key: TLS on listen_fd; NULL: plain */
 };
 
 /* Serve on e->listen_fd (taken over; http_listen_tcp's), a thread per
- * connection. 0 or -errno. */
+ * connection; through e->tls when it is set. 0 or -errno. */
 int e2b_start(struct e2b_server *e);
 /* Stop accepting; connections in progress go on. */
 void e2b_quiesce(struct e2b_server *e);

@@ -460,14 +460,6 @@ static void ws_free(struct ws_relay *w)
 	free(w);
 }
 
-static void ws_done(struct e2b_server *e)
-{
-	pthread_mutex_lock(&e->ws_lock);
-	e->ws_count--;
-	pthread_cond_broadcast(&e->ws_ended);
-	pthread_mutex_unlock(&e->ws_lock);
-}
-
 /* Client and guest joined until both ends are done, or the front end stops. */
 static void *ws_main(void *arg)
 {
@@ -494,7 +486,7 @@ static void *ws_main(void *arg)
 	}
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	ws_free(w);
-	ws_done(e);
+	thread_crew_done(&e->ws);
 	return NULL;
 }
 
@@ -504,8 +496,6 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *req_cls,
 {
 	struct ws_relay *w = cls;
 	struct e2b_server *e = w->e;
-	pthread_attr_t attr;
-	pthread_t t;
 	bool ok;
 
 	(void)conn;
@@ -524,15 +514,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *req_cls,
 	if (ok) {
 		memcpy(w->extra, extra_in, extra_in_size);
 		w->extra_len = extra_in_size;
-		pthread_mutex_lock(&e->ws_lock);
-		e->ws_count++;
-		pthread_mutex_unlock(&e->ws_lock);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ok = !pthread_create(&t, &attr, ws_main, w);
-		pthread_attr_destroy(&attr);
-		if (!ok)
-			ws_done(e);
+		ok = !thread_crew_start(&e->ws, E2B_MAX_CONNECTIONS, ws_main, w);
 	}
 	if (!ok) {
 		w->s->err = "cannot start the WebSocket's relay";

@@ -560,7 +560,7 @@ fail:
 	return rc;
 }
 
-int http_listen_tcp(const char *opt, const char *addr, char *err, size_t errlen)
+int http_listen_tcp(const char *opt, const char *addr, bool any_addr, char *err, size_t errlen)
 {
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in s4 = { .sin_family = AF_INET };
@@ -587,13 +587,13 @@ int http_listen_tcp(const char *opt, const char *addr, char *err, size_t errlen)
 		host[l - 1] = '\0';
 		if (inet_pton(AF_INET6, host + 1, &s6.sin6_addr) != 1)
 			goto bad;
-		if (!IN6_IS_ADDR_LOOPBACK(&s6.sin6_addr))
+		if (!any_addr && !IN6_IS_ADDR_LOOPBACK(&s6.sin6_addr))
 			goto not_loopback;
 		s6.sin6_port = htons((uint16_t)port);
 	} else {
 		if (inet_pton(AF_INET, host, &s4.sin_addr) != 1)
 			goto bad;
-		if ((ntohl(s4.sin_addr.s_addr) >> 24) != 127)
+		if (!any_addr && (ntohl(s4.sin_addr.s_addr) >> 24) != 127)
 			goto not_loopback;
 		s4.sin_port = htons((uint16_t)port);
 	}

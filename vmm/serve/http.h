@@ -27,9 +27,11 @@ struct http_server {
 /* A listening socket: a Unix socket at path (mode 0600; a stale socket
  * left there is replaced, anything else is refused), or a TCP port on a
  * loopback address "127.x.y.z:PORT" or "[::1]:PORT" (anything else
- * refused; opt, the option that gave it, names it in err). fd, or -errno with one line in err. */
+ * refused unless any_addr: a TLS listener takes any address named; opt,
+ * the option that gave it, names it in err). fd, or -errno with one line
+ * in err. */
 int http_listen_unix(const char *path, char *err, size_t errlen);
-int http_listen_tcp(const char *opt, const char *addr, char *err, size_t errlen);
+int http_listen_tcp(const char *opt, const char *addr, bool any_addr, char *err, size_t errlen);
 
 /* Serve on h->listen_fd (taken over), a thread per connection.
  * extra_flags: MHD_USE_* added (tests: MHD_USE_TLS must fail). 0 or

@@ -152,14 +152,23 @@ struct MHD_Daemon *http_daemon_start(int listen_fd, struct http_guard *g, unsign
 				     MHD_RequestCompletedCallback on_completed,
 				     MHD_NotifyConnectionCallback on_connection, void *cls)
 {
+	/* No listening socket: connections come by MHD_add_connection (TLS),
+	 * and MHD takes no MHD_OPTION_LISTEN_SOCKET then (MHD_OPTION_ARRAY
+	 * leaves it out: an empty array ends at once). */
+	struct MHD_OptionItem listen_opt[] = {
+		{ listen_fd < 0 ? MHD_OPTION_END : MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	struct MHD_Daemon *d;
 
 	if (http_guard_start(g, HTTP_GUARD_MAX_WAITING,
 			     head_timeout_ms ? head_timeout_ms : HTTP_GUARD_TIMEOUT_MS))
 		return NULL;
+	if (listen_fd < 0)
+		extra_flags |= MHD_USE_NO_LISTEN_SOCKET;
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_ITC | extra_flags, 0, NULL, NULL, on_request, cls,
-			     MHD_OPTION_LISTEN_SOCKET, listen_fd,
+			     MHD_OPTION_ARRAY, listen_opt,
 			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, cls,
 			     MHD_OPTION_URI_LOG_CALLBACK, on_uri, cls,
 			     MHD_OPTION_NOTIFY_CONNECTION, on_connection, cls,

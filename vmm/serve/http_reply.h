@@ -27,7 +27,8 @@ enum MHD_Result http_send_stream(struct MHD_Connection *conn, unsigned status, u
 				 size_t block, MHD_ContentReaderCallback reader, void *cls,
 				 MHD_ContentReaderFreeCallback free_cls, const char *content_type);
 
-/* libmicrohttpd serving listen_fd, a thread per connection, at most
+/* libmicrohttpd serving listen_fd (-1: none, connections come by
+ * MHD_add_connection), a thread per connection, at most
  * max_conns at once, no timeout of its own (the guard g, started here
  * with head_timeout_ms, times request heads; a call lasts as long as it
  * needs). on_uri (NULL: none) sees each request target as sent; what

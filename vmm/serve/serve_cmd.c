@@ -38,6 +38,7 @@ struct serve_ctx {
 	struct service svc;
 	struct http_server http;
 	struct e2b_server e2b;     /* --e2b: listen_fd -1 without */
+	struct tls_front tls;      /* --e2b-cert, --e2b-key */
 	struct tokens tokens;
 	char state[PATH_MAX];
 	char socket[CONFIG_VSOCK_PATH_MAX + 1];
@@ -226,6 +227,15 @@ static int setup(struct serve_ctx *x, struct cli *c)
 			c->serve.listen ? "listen" : "e2b");
 		return EXIT_USAGE;
 	}
+	if (!c->serve.e2b_cert != !c->serve.e2b_key || (c->serve.e2b_cert && !c->serve.e2b)) {
+		log_say("serve: --e2b-cert and --e2b-key go together, with --e2b");
+		return EXIT_USAGE;
+	}
+	if (c->serve.e2b_cert && tls_front_load(&x->tls, c->serve.e2b_cert, c->serve.e2b_key, err,
+						sizeof(err))) {
+		log_say("serve: %s", err);
+		return EXIT_USAGE;
+	}
 	if (c->serve.e2b_domain && strlen(c->serve.e2b_domain) > E2B_DOMAIN_MAX) {
 		log_say("serve: --e2b-domain is longer than %d bytes", E2B_DOMAIN_MAX);
 		return EXIT_USAGE;
@@ -274,7 +284,7 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		cfg->audit = x->audit;
 	}
 	if (c->serve.listen) {
-		fd = http_listen_tcp("listen", c->serve.listen, err, sizeof(err));
+		fd = http_listen_tcp("listen", c->serve.listen, false, err, sizeof(err));
 	} else {
 		if (c->serve.socket)
 			snprintf(x->socket, sizeof(x->socket), "%s", c->serve.socket);
@@ -290,7 +300,8 @@ static int setup(struct serve_ctx *x, struct cli *c)
 		return fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
 	}
 	if (c->serve.e2b) {
-		x->e2b.listen_fd = http_listen_tcp("e2b", c->serve.e2b, err, sizeof(err));
+		x->e2b.listen_fd = http_listen_tcp("e2b", c->serve.e2b, c->serve.e2b_cert != NULL,
+						   err, sizeof(err));
 		if (x->e2b.listen_fd < 0) {
 			log_say("serve: %s", err);
 			code = x->e2b.listen_fd == -EINVAL ? EXIT_USAGE : RUN_EXIT_MAYFLY;
@@ -314,6 +325,7 @@ static int setup(struct serve_ctx *x, struct cli *c)
 	x->e2b.svc = &x->svc;
 	x->e2b.tokens = &x->tokens;
 	x->e2b.max_file = cfg->max_file;
+	x->e2b.tls = c->serve.e2b_cert ? &x->tls : NULL;
 	snprintf(x->e2b.domain, sizeof(x->e2b.domain), "%s",
 		 c->serve.e2b_domain ? c->serve.e2b_domain : "localhost");
 	return 0;
@@ -420,6 +432,7 @@ out_free:
 	if (x->e2b.listen_fd >= 0)
 		close(x->e2b.listen_fd);
 	explicit_bzero(&x->tokens, sizeof(x->tokens));
+	tls_front_free(&x->tls);
 	free(x);
 	return code;
 }
