@@ -745,6 +745,14 @@ Test(serve_e2b, a_closed_port_or_a_broken_server_is_a_502_that_says_why)
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
 		"HTTP/1.1 200 OK\r\n folded: x\r\n\r\n",
 		"",
+		/* Interim responses without end: nine, where eight are taken. */
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+		/* A 101 to a request that asked for no upgrade. */
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
 	};
 	char id[API_ID_MAX + 1], token[64], host[128];
 	struct guest_server g;
@@ -758,6 +766,19 @@ Test(serve_e2b, a_closed_port_or_a_broken_server_is_a_502_that_says_why)
 		request("GET", "/", HKEY, NULL, 0, &r);
 		cr_assert_eq(r.status, 502, "answer %zu: %d %s", i, r.status, r.body);
 		cr_assert(strstr(r.body, "the guest's server"), "answer %zu: %s", i, r.body);
+		free(r.body);
+		guest_server_stop(&g);
+	}
+	/* One interim response, then the real one with a length: passed on. */
+	{
+		static const char ok[] = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+					 "Content-Length: 2\r\n\r\nokTRAILING";
+
+		guest_server_start(&g, ok, sizeof(ok) - 1, 1);
+		snprintf(host, sizeof(host), "%u-%s.mayfly.test", g.port, id);
+		request("GET", "/", HKEY, NULL, 0, &r);
+		cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+		cr_assert_str_eq(r.body, "ok", "the body is its Content-Length, no more");
 		free(r.body);
 		guest_server_stop(&g);
 	}

@@ -21,6 +21,7 @@
 #define PORT_MAX_BUFFERED (1u << 20)   /* a body without Content-Length, held to count it */
 #define PORT_WAIT_MS      250          /* between looks at the client and the service */
 #define PORT_READ_CHUNK   (64u << 10)
+#define PORT_MAX_INTERIM  8            /* 1xx heads before the response's own */
 
 struct port_call {
 	struct port_conn *pc;
@@ -322,11 +323,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		want = (size_t)s->left;
 	if (!want)
 		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (s->len) {
+	if (s->len) {           /* read with the head: counted there */
 		n = (ssize_t)(s->len < want ? s->len : want);
 		memcpy(buf, s->buf + s->off, (size_t)n);
 		s->off += (size_t)n;
 		s->len -= (size_t)n;
+		if (s->left > 0)
+			s->left -= n;
+		return n;
 	} else {
 		for (;;) {
 			int w;
@@ -374,6 +378,7 @@ static int read_head(struct port_stream *s, struct port_head *h, char *err, size
 		     unsigned timeout_s)
 {
 	uint64_t end = clock_now_ns() + (uint64_t)timeout_s * NS_PER_S;
+	unsigned interim = 0;
 	const char *why;
 	int rc;
 
@@ -384,7 +389,13 @@ static int read_head(struct port_stream *s, struct port_head *h, char *err, size
 			s->len -= h->head_len;
 			return 0;
 		}
-		if (rc == 1) {          /* 100 Continue and the like: the real one follows */
+		/* 100 Continue and the like: the real one follows, soon. */
+		if (rc == 1 && ++interim > PORT_MAX_INTERIM) {
+			snprintf(err, errlen, "the guest's server sent more than %d interim (1xx) "
+				 "responses", PORT_MAX_INTERIM);
+			return 502;
+		}
+		if (rc == 1) {
 			s->off += h->head_len;
 			s->len -= h->head_len;
 			continue;
@@ -475,7 +486,8 @@ static void *ws_main(void *arg)
 		pump_preload(&p, 1, s->buf + s->off, s->len);
 		pump_run(&p, e->ws_stop_fd);
 		s->out += p.moved[0];
-		s->in += p.moved[1];
+		/* What came with the 101 was counted when it was read. */
+		s->in += p.moved[1] > s->len ? p.moved[1] - s->len : 0;
 		pump_close(&p);
 	} else {
 		if (a >= 0)
