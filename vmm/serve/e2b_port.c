@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define PORT_MAX_BUFFERED (1u << 20)   /* a body without Content-Length, held to count it */
-#define PORT_WAIT_MS      250          /* between looks at the client and the service */
 #define PORT_READ_CHUNK   (64u << 10)
 #define PORT_MAX_INTERIM  8            /* 1xx heads before the response's own */
 
@@ -82,15 +81,14 @@ static int wait_for(int fd, short ev, int stop_fd, int client_fd, int timeout_ms
 		 * must not wake us, its hang-up must. */
 		struct pollfd p[3] = { { .fd = fd, .events = ev }, { .fd = stop_fd, .events = POLLIN },
 				       { .fd = client_fd, .events = POLLRDHUP } };
-		int ms = PORT_WAIT_MS, n;
+		int ms = -1, n;
 
 		if (end) {
 			uint64_t now = clock_now_ns();
 
 			if (now >= end)
 				return 0;
-			if ((end - now) / 1000000 < (uint64_t)ms)
-				ms = (int)((end - now) / 1000000) + 1;
+			ms = (int)((end - now) / 1000000) + 1;
 		}
 		n = poll(p, 3, ms);
 		if (n < 0 && errno != EINTR)

@@ -1,6 +1,5 @@
 /* tls_front.c - TLS for serve --e2b: OpenSSL (Debian's libssl, linked statically) ends each client's TLS in a thread of its own, which relays the plain bytes to libmicrohttpd through a socketpair; MHD never sees TLS. */
 #include "serve/tls_front.h"
-#include "lib/clock.h"
 #include "lib/log.h"
 
 #include <errno.h>
@@ -92,77 +91,35 @@ struct tls_conn {
 	socklen_t peer_len;
 };
 
-/* Wait for fd (and the stop) until deadline_ns (0: none): 1 ready, 0 the
- * time is up or the front stops. */
-static int wait_fd(struct tls_front *t, int fd, short ev, uint64_t deadline_ns)
+/* What a TLS call that returned r waits for: POLLIN or POLLOUT, or 0 when
+ * it failed for good. */
+static short ssl_wants(SSL *ssl, int r)
 {
-	struct pollfd p[2] = { { .fd = fd, .events = ev }, { .fd = t->stop_fd, .events = POLLIN } };
-	int ms = -1;
+	int e = SSL_get_error(ssl, r);
 
-	if (deadline_ns) {
-		uint64_t now = clock_now_ns();
-
-		if (now >= deadline_ns)
-			return 0;
-		ms = (int)((deadline_ns - now) / 1000000) + 1;
-	}
-	if (poll(p, 2, ms) <= 0 || p[1].revents)
-		return 0;
-	return 1;
+	return e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
 }
 
-/* Enter c->fd among the handshakes, cutting the oldest when they are full. */
-static void handshake_enter(struct tls_front *t, int fd)
-{
-	unsigned slot = 0;
-
-	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TLS_MAX_HANDSHAKES; i++) {
-		if (t->hs_fd[i] < 0) {
-			slot = i;
-			break;
-		}
-		if (t->hs_since[i] < t->hs_since[slot])
-			slot = i;
-	}
-	/* Its thread sees the end of its socket and gives up; the entry is
-	 * taken here, so it leaves no other behind (handshake_leave). */
-	if (t->hs_fd[slot] >= 0)
-		shutdown(t->hs_fd[slot], SHUT_RDWR);
-	t->hs_fd[slot] = fd;
-	t->hs_since[slot] = clock_now_ns();
-	pthread_mutex_unlock(&t->lock);
-}
-
-static void handshake_leave(struct tls_front *t, int fd)
-{
-	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TLS_MAX_HANDSHAKES; i++)
-		if (t->hs_fd[i] == fd)
-			t->hs_fd[i] = -1;
-	pthread_mutex_unlock(&t->lock);
-}
-
+/* The handshake, guarded as serve's request heads are (http_guard): cut
+ * after handshake_ms, or for a newcomer when TLS_MAX_HANDSHAKES wait. */
 static bool handshake(struct tls_conn *c, SSL *ssl)
 {
-	uint64_t end = clock_now_ns() + (uint64_t)c->t->handshake_ms * 1000000;
+	struct http_guard_conn *g = http_guard_open(&c->t->guard, c->fd);
 	bool done = false;
 
-	handshake_enter(c->t, c->fd);
 	for (;;) {
-		int r = SSL_accept(ssl), e;
+		int r = SSL_accept(ssl);
+		short ev = r == 1 ? 0 : ssl_wants(ssl, r);
+		struct pollfd p[2] = { { .fd = c->fd, .events = ev },
+				       { .fd = c->t->stop_fd, .events = POLLIN } };
 
-		if (r == 1) {
-			done = true;
-			break;
-		}
-		e = SSL_get_error(ssl, r);
-		if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) ||
-		    !wait_fd(c->t, c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, end))
+		done = r == 1;
+		if (!ev || poll(p, 2, -1) < 0 || p[1].revents)
 			break;
 	}
 	/* Before the fd can be closed and its number reused. */
-	handshake_leave(c->t, c->fd);
+	if (g)
+		http_guard_close(&c->t->guard, g);
 	return done;
 }
 
@@ -177,7 +134,8 @@ static void relay(struct tls_conn *c, SSL *ssl, int plain, uint8_t *in, uint8_t 
 	for (;;) {
 		struct pollfd p[3];
 		bool moved = false;
-		int r, e;
+		short ev;
+		int r;
 
 		/* The client's bytes: read what TLS has (also what it buffered). */
 		if (!client_eof && !in_len) {
@@ -186,14 +144,10 @@ static void relay(struct tls_conn *c, SSL *ssl, int plain, uint8_t *in, uint8_t 
 				in_len = (size_t)r;
 				in_off = 0;
 				moved = true;
+			} else if (!(ev = ssl_wants(ssl, r))) {
+				client_eof = true;
 			} else {
-				e = SSL_get_error(ssl, r);
-				if (e == SSL_ERROR_WANT_READ)
-					want_ssl |= POLLIN;
-				else if (e == SSL_ERROR_WANT_WRITE)
-					want_ssl |= POLLOUT;
-				else
-					client_eof = true;
+				want_ssl |= ev;
 			}
 		}
 		if (in_len) {
@@ -227,14 +181,10 @@ static void relay(struct tls_conn *c, SSL *ssl, int plain, uint8_t *in, uint8_t 
 			if (r > 0) {
 				out_len = 0;
 				moved = true;
+			} else if (!(ev = ssl_wants(ssl, r))) {
+				return;
 			} else {
-				e = SSL_get_error(ssl, r);
-				if (e == SSL_ERROR_WANT_WRITE)
-					want_ssl |= POLLOUT;
-				else if (e == SSL_ERROR_WANT_READ)
-					want_ssl |= POLLIN;
-				else
-					return;
+				want_ssl |= ev;
 			}
 		}
 		if (plain_eof && !out_len) {
@@ -328,11 +278,15 @@ int tls_front_start(struct tls_front *t, int listen_fd, struct MHD_Daemon *d)
 	t->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->stop_fd < 0)
 		return -errno;
-	pthread_mutex_init(&t->lock, NULL);
+	if (http_guard_start(&t->guard, TLS_MAX_HANDSHAKES, t->handshake_ms)) {
+		close(t->stop_fd);
+		t->stop_fd = -1;
+		return -EAGAIN;
+	}
 	thread_crew_init(&t->crew);
-	for (unsigned i = 0; i < TLS_MAX_HANDSHAKES; i++)
-		t->hs_fd[i] = -1;
 	if (thread_create(&t->acceptor, accept_main, t)) {
+		http_guard_stop(&t->guard);
+		thread_crew_destroy(&t->crew);
 		close(t->stop_fd);
 		t->stop_fd = -1;
 		return -EAGAIN;
@@ -355,7 +309,7 @@ void tls_front_stop(struct tls_front *t)
 	if (t->listen_fd >= 0)
 		close(t->listen_fd);
 	t->listen_fd = -1;
-	pthread_mutex_destroy(&t->lock);
+	http_guard_stop(&t->guard);
 	thread_crew_destroy(&t->crew);
 	t->started = false;
 }

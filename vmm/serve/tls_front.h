@@ -9,10 +9,11 @@
 #include <stdint.h>
 
 #include "lib/thread.h"
+#include "serve/http_guard.h"
 
 struct ssl_ctx_st;
 
-#define TLS_MAX_HANDSHAKES 64          /* at once; past it the oldest is cut */
+#define TLS_MAX_HANDSHAKES 64          /* at once; past it the oldest is cut (http_guard) */
 
 struct tls_front {
 	struct ssl_ctx_st *ctx;        /* the certificate and key, TLS 1.2 and up, ALPN http/1.1 */
@@ -23,12 +24,7 @@ struct tls_front {
 	unsigned max_conns;            /* connections at once; more are closed at once */
 	pthread_t acceptor;
 	struct thread_crew crew;       /* a thread per connection */
-	pthread_mutex_t lock;          /* hs_fd, hs_since */
-	/* Clients still in their handshake (fd -1: a free entry), so that a
-	 * crowd of silent ones cannot hold every connection: the oldest is cut
-	 * for a new one, as http_guard does with request heads. */
-	int hs_fd[TLS_MAX_HANDSHAKES];
-	uint64_t hs_since[TLS_MAX_HANDSHAKES];
+	struct http_guard guard;       /* the handshakes in progress */
 	bool started;
 };
 
