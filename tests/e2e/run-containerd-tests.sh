@@ -4,7 +4,7 @@
 # root and sockets under a temporary directory, images imported from archives made
 # by make-ctr-images (no registry), and ctr as the client. Points: ctr run --rm
 # prints and exits with the container's code; the overlayfs and native
-# snapshotters; stdin piped; -t on a terminal; ctr
+# snapshotters; an ordinary Debian image; stdin piped; -t on a terminal; ctr
 # task exec; ctr task kill (TERM, KILL: 137); ctr task pause/resume; ctr task ls and
 # ps; ctr events in containerd's order; several containers at once; a pod's
 # containers in one VM (the CRI annotations); a shim killed
@@ -16,7 +16,7 @@
 # usage: run-containerd-tests.sh SHIM GUESTDIR TOOLDIR
 #   SHIM     containerd-shim-mayfly-v2
 #   GUESTDIR the default guest (vmlinux, initramfs.cpio.gz)
-#   TOOLDIR  containerd, ctr, mke2fs, ptyrun, mfbox.tar, mfnoprog.tar (e2e-suite
+#   TOOLDIR  containerd, ctr, mke2fs, ptyrun, mfbox.tar, mfnoprog.tar, mfdebian.tar (e2e-suite
 #            stages them)
 #
 # Needs root and a /dev/kvm that runs Linux (the nested harness's L1, or a real
@@ -41,7 +41,7 @@ case_timeout=${E2E_CASE_TIMEOUT:-180}
 need_kvm e2e-agent
 [ "$(id -u)" = 0 ] || bail "containerd and its shims run as root"
 need_guest "$guestdir" vmlinux initramfs.cpio.gz
-for t in containerd ctr mke2fs ptyrun mfbox.tar mfnoprog.tar; do
+for t in containerd ctr mke2fs ptyrun mfbox.tar mfnoprog.tar mfdebian.tar; do
 	[ -e "$tools/$t" ] || bail "$tools/$t is missing (e2e-suite stages it)"
 done
 tap_workdir ctr-tests
@@ -160,6 +160,27 @@ else
 		fail "two overlayfs containers of one image built $(($(images) - before)) root images, not 1"
 fi
 tap "the overlayfs snapshotter (containerd's default): the image's layers, imaged once for two containers"
+
+# An ordinary distribution image, not one made for us: Debian 12 as mmdebstrap
+# lays it out (make-ctr-images --debian): /bin a symlink into /usr, programs
+# through glibc's dynamic loader, device nodes and absolute symlinks in the
+# layer, the image's own PATH. mayfly's init and agent still come from mayfly.
+c image import --snapshotter overlayfs "$tools/mfdebian.tar"
+if [ "$rc" != 0 ]; then
+	fail "ctr image import of mfdebian failed: $(head -c 300 "$work/err")"
+else
+	c run --rm --snapshotter overlayfs --runtime io.containerd.mayfly.v2 \
+		docker.io/library/mfdebian:1 d1 bash -c 'cat /etc/debian_version; readlink /bin
+		python3 -c "import hashlib, sys; print(sys.implementation.name, hashlib.sha256(b\"mayfly\").hexdigest()[:16])"
+		id -un; exit 3'
+	want_rc 3
+	grep -q '^12\.' "$work/out" || fail "no Debian 12 /etc/debian_version: $(head -c 200 "$work/out")"
+	grep -qx usr/bin "$work/out" || fail "/bin is not the image's symlink to usr/bin"
+	grep -qx 'cpython ba78b155af9c778d' "$work/out" ||
+		fail "the image's python3 did not run: $(head -c 300 "$work/out"; head -c 300 "$work/err")"
+	grep -qx root "$work/out" || fail "id -un is not root from the image's /etc/passwd"
+fi
+tap "an ordinary Debian 12 image (merged /usr, dynamic glibc, python3): its own programs run, exit 3 is ctr's"
 
 # shellcheck disable=SC2086
 c run --rm $run_flags --memory-limit 209715200 --cpus 2 "$img" r5 \
