@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -517,43 +518,144 @@ Test(serve_e2b, envd_files_up_and_down_multipart_and_raw)
 
 /* A client that goes while its command is silent: the command ends with
  * its stream, so the sandbox is not held (a delete is not refused). */
-Test(serve_e2b, a_stream_whose_client_went_ends_its_silent_command)
+/* An envd stream call (msg in one envelope) on a new connection, sent:
+ * its socket. */
+static int stream_call(const char *method, const char *id, const char *msg)
 {
-	static const char msg[] = "{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}";
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 10 };
 	uint8_t env[CONNECT_ENVELOPE_LEN];
-	char id[API_ID_MAX + 1], head[1024], got[512], url[100];
-	struct timespec t0, t1;
-	struct reply r;
-	int fd, n, st = 0;
+	char head[1024];
+	int fd = socket(AF_INET, SOCK_STREAM, 0), n;
 
-	create("{}", id);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	n = snprintf(head, sizeof(head), "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\n"
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: x\r\n"
 		     "E2b-Sandbox-Id: %s\r\nX-Access-Token: " KEY "\r\n"
-		     "Content-Type: application/connect+json\r\nContent-Length: %zu\r\n\r\n", id,
-		     CONNECT_ENVELOPE_LEN + sizeof(msg) - 1);
-	connect_envelope(env, 0, sizeof(msg) - 1);
+		     "Content-Type: application/connect+json\r\nContent-Length: %zu\r\n\r\n",
+		     method, id, CONNECT_ENVELOPE_LEN + strlen(msg));
+	connect_envelope(env, 0, (uint32_t)strlen(msg));
 	cr_assert_eq(write(fd, head, (size_t)n), n);
 	cr_assert_eq(write(fd, env, sizeof(env)), (ssize_t)sizeof(env));
-	cr_assert_eq(write(fd, msg, sizeof(msg) - 1), (ssize_t)sizeof(msg) - 1);
-	/* Its head and the start event, then the client goes. */
-	cr_assert_gt(read(fd, got, sizeof(got)), 0);
+	cr_assert_eq(write(fd, msg, strlen(msg)), (ssize_t)strlen(msg));
+	return fd;
+}
+
+/* Read fd into buf (NUL-terminated) until needle comes (or, NULL, the
+ * end): the bytes read. */
+static size_t read_until(int fd, char *buf, size_t cap, const char *needle)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < cap - 1 && (!needle || !memmem(buf, got, needle, strlen(needle)))) {
+		n = read(fd, buf + got, cap - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	cr_assert(!needle || memmem(buf, got, needle, strlen(needle)), "no %s in: %s", needle, buf);
+	return got;
+}
+
+#define HAS(buf, n, s) (memmem((buf), (n), (s), strlen(s)) != NULL)
+
+/* Start's stream up to its start event, then the client goes: the pid. */
+static unsigned start_and_leave(const char *id, const char *msg)
+{
+	char buf[4096], *p;
+	unsigned pid = 0;
+	int fd = stream_call("/process.Process/Start", id, msg);
+	size_t n = read_until(fd, buf, sizeof(buf), "\"pid\":");
+
+	p = memmem(buf, n, "\"pid\":", 6);
+	cr_assert_eq(sscanf(p, "\"pid\":%u", &pid), 1, "%s", buf);
 	close(fd);
+	return pid;
+}
+
+Test(serve_e2b, a_command_outlives_its_stream_and_connect_reattaches_to_it)
+{
+	char id[API_ID_MAX + 1], go[100], msg[400], sel[64], h[512], url[100], buf[16384];
+	struct timespec t0, t1;
+	struct reply r;
+	unsigned pid;
+	size_t n;
+	int fd;
+
+	snprintf(go, sizeof(go), "%s/go", root);
+	snprintf(msg, sizeof(msg), "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo first; "
+		 "while [ ! -e %s ]; do sleep 0.05; done; echo later; exit 4\"]}}", go);
+	create("{}", id);
+	pid = start_and_leave(id, msg);
+	/* Its client went: still running, listed. */
+	envd_headers(h, sizeof(h), id, JSON);
+	request("POST", "/process.Process/List", h, "{}", 2, &r);
+	snprintf(sel, sizeof(sel), "\"pid\":%u", pid);
+	cr_assert(r.status == 200 && strstr(r.body, sel), "%d %s", r.status, r.body);
+	free(r.body);
+	/* No such process: not_found, at the stream's end. */
+	fd = stream_call("/process.Process/Connect", id, "{\"process\":{\"pid\":999999}}");
+	n = read_until(fd, buf, sizeof(buf), NULL);
+	close(fd);
+	cr_assert(HAS(buf, n, "HTTP/1.1 200") && HAS(buf, n, "\"not_found\""), "%s", buf);
+	/* Reattached: the start event, then what comes from now on. */
+	snprintf(sel, sizeof(sel), "{\"process\":{\"pid\":%u}}", pid);
+	fd = stream_call("/process.Process/Connect", id, sel);
+	read_until(fd, buf, sizeof(buf), "\"start\"");
+	{
+		/* One client at a time: a second Connect is refused. */
+		int fd2 = stream_call("/process.Process/Connect", id, sel);
+		char b2[4096];
+		size_t n2 = read_until(fd2, b2, sizeof(b2), NULL);
+
+		close(fd2);
+		cr_assert(HAS(b2, n2, "\"failed_precondition\""), "%s", b2);
+	}
+	cr_assert_eq(close(open(go, O_CREAT | O_WRONLY, 0600)), 0);
+	n = read_until(fd, buf, sizeof(buf), NULL);
+	close(fd);
+	cr_assert(HAS(buf, n, "\"stdout\":\"bGF0ZXIK\""), "no \"later\" reattached: %.*s", (int)n, buf);
+	cr_assert(HAS(buf, n, "\"exitCode\":4"), "no exit code 4");
+	cr_assert(!HAS(buf, n, "\"stdout\":\"Zmlyc3QK\""), "output from before the reattach");
+
+	/* A kept command ends with its sandbox's kill, at the first DELETE. */
+	start_and_leave(id, "{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}");
 	snprintf(url, sizeof(url), "/sandboxes/%s", id);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int i = 0; i < 50 && st != 204; i++) {
+	request("DELETE", url, HKEY, NULL, 0, &r);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(r.status, 204, "%d %s", r.status, r.body);
+	free(r.body);
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10);
+}
+
+Test(serve_e2b, a_sandbox_past_its_timeout_ends_its_commands_and_goes)
+{
+	char id[API_ID_MAX + 1], url[100], buf[8192];
+	struct reply r;
+	size_t n;
+	int fd, st = 0;
+
+	create("{\"timeout\":2}", id);
+	/* A client that never lets go of its command's stream. */
+	fd = stream_call("/process.Process/Start", id, "{\"process\":{\"cmd\":\"sleep\","
+			 "\"args\":[\"60\"]}}");
+	n = read_until(fd, buf, sizeof(buf), NULL);   /* to the stream's end (10 s at most) */
+	close(fd);
+	cr_assert(HAS(buf, n, "\"end\"") && HAS(buf, n, "signal: killed"),
+		  "the command did not end at the timeout: %.*s", (int)n, buf);
+	snprintf(url, sizeof(url), "/sandboxes/%s", id);
+	for (int i = 0; i < 50 && st != 404; i++) {
 		if (i)
 			poll(NULL, 0, 100);
-		request("DELETE", url, HKEY, NULL, 0, &r);
+		request("GET", url, HKEY, NULL, 0, &r);
 		st = r.status;
 		free(r.body);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	cr_assert_eq(st, 204, "the sandbox stayed busy with the command of a client that went");
-	cr_assert_lt(t1.tv_sec - t0.tv_sec, 10);
+	cr_assert_eq(st, 404, "the sandbox outlived its timeout");
 }
 
 /* --- published ports: PORT-ID.DOMAIN to a server "in the guest" (here the

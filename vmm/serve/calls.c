@@ -25,15 +25,6 @@
 
 #define EXEC_GRACE_S   10   /* past the exec's timeout, for the agent's EXIT to arrive */
 
-struct exec_slot {
-	uint64_t id;
-	uint32_t pid;              /* the guest's, once started; else 0 */
-	int sig_w;                 /* a byte per signal for the command */
-	int stdin_w;               /* api_exec.stdin_open: its stdin (non-blocking); else -1 */
-	int winch_w;               /* api_exec.pty: 4 bytes (rows, cols) per resize; else -1 */
-	struct exec_slot *next;
-};
-
 struct exec_stream {
 	struct service *svc;
 	struct sandbox *sb;
@@ -355,6 +346,11 @@ uint64_t calls_exec_id(const struct exec_stream *s)
 void calls_exec_watch(struct exec_stream *s, int client_fd)
 {
 	s->client_fd = client_fd;
+}
+
+int calls_exec_fd(const struct exec_stream *s)
+{
+	return s->out_r;
 }
 
 ssize_t calls_exec_read(struct exec_stream *s, char *buf, size_t len)

@@ -33,6 +33,8 @@ uint64_t calls_exec_id(const struct exec_stream *s);
 /* The reader's HTTP connection, client_fd: once its client has gone
  * (hung up), a read waiting for a silent command gives up. */
 void calls_exec_watch(struct exec_stream *s, int client_fd);
+/* The descriptor calls_exec_read reads: readable when it would not block. */
+int calls_exec_fd(const struct exec_stream *s);
 /* Up to len bytes of the JSON lines: >0, 0 at the end, -errno
  * (-ECONNRESET: the watched client went). Blocks. */
 ssize_t calls_exec_read(struct exec_stream *s, char *buf, size_t len);

@@ -2,6 +2,7 @@
 #include "serve/e2b_http.h"
 #include "serve/e2b_envd.h"
 #include "serve/e2b_msg.h"
+#include "serve/e2b_proc.h"
 #include "serve/e2b_port.h"
 #include "serve/port_msg.h"
 #include "serve/http_reply.h"
@@ -24,7 +25,7 @@
 
 #define E2B_MAX_JSON_BODY (64u << 10)   /* a control-plane request: a few members */
 #define E2B_MAX_LIST      1000          /* a list's page at most */
-#define E2B_PAUSE_WAIT_MS 5000          /* a pause waits this long for calls to end */
+#define E2B_BUSY_WAIT_MS 5000           /* a kill or pause waits this long for calls to end */
 #define E2B_MAX_TARGET    8192          /* a published port's request target */
 
 enum e2b_route {
@@ -405,6 +406,41 @@ static enum MHD_Result do_connect(struct e2b_server *e, struct MHD_Connection *c
 	return http_send_json(conn, (unsigned)st, sandbox_json(e, rq->id, tmpl, rq->key));
 }
 
+typedef int (*sandbox_op)(struct e2b_server *e, const char *id, struct sandbox **sb, char *err,
+			  size_t errlen);
+
+static int begin_pause(struct e2b_server *e, const char *id, struct sandbox **sb, char *err,
+		       size_t errlen)
+{
+	return service_begin_pause(e->svc, id, sb, err, errlen);
+}
+
+static int delete_sandbox(struct e2b_server *e, const char *id, struct sandbox **sb, char *err,
+		  size_t errlen)
+{
+	(void)sb;
+	return service_delete(e->svc, id, err, errlen);
+}
+
+/* op on sandbox id once no call holds it: at the first "busy" its
+ * commands are told to end, then its calls get E2B_BUSY_WAIT_MS. Busy
+ * still is 503, not E2B's 409 (which the SDK reads as "already paused"). */
+static int when_idle(struct e2b_server *e, const char *id, sandbox_op op, struct sandbox **sb,
+		     char *err, size_t errlen)
+{
+	int st = 0;
+
+	for (int i = 0; i < E2B_BUSY_WAIT_MS / 100; i++) {
+		st = op(e, id, sb, err, errlen);
+		if (st != 409 || !strstr(err, "busy"))
+			return st;
+		if (!i)
+			service_end_commands(e->svc, id);
+		poll(NULL, 0, 100);
+	}
+	return 503;
+}
+
 static enum MHD_Result do_pause(struct e2b_server *e, struct MHD_Connection *conn,
 				struct e2b_request *rq)
 {
@@ -420,21 +456,13 @@ static enum MHD_Result do_pause(struct e2b_server *e, struct MHD_Connection *con
 	if (st)
 		return send_error(conn, (unsigned)st, st == 404 ? "sandbox not found" :
 				  "the sandbox is already paused");
-	/* A command whose stream the client just closed is still ending:
-	 * give the sandbox's calls a few seconds before calling it busy. */
-	for (int i = 0; i < E2B_PAUSE_WAIT_MS / 100; i++) {
-		st = service_begin_pause(e->svc, rq->id, &sb, err, sizeof(err));
-		if (st != 409 || !strstr(err, "busy"))
-			break;
-		poll(NULL, 0, 100);
-	}
+	/* Its commands end first: a vsock stream does not outlive the VM's
+	 * snapshot (E2B's processes would live on). */
+	st = when_idle(e, rq->id, begin_pause, &sb, err, sizeof(err));
 	if (!st)
 		st = live_pause(e->svc, sb, rq->caller, err, sizeof(err));
 	if (sb)
 		service_put(e->svc, sb);
-	/* Busy is not E2B's 409 (the SDK reads that as already paused). */
-	if (st == 409 && strstr(err, "busy"))
-		st = 503;
 	return st ? send_error(conn, (unsigned)st, err) : http_send_empty(conn, 204);
 }
 
@@ -472,7 +500,9 @@ static enum MHD_Result dispatch(struct e2b_server *e, struct MHD_Connection *con
 		}
 		return http_send_json(conn, 200, j);
 	case E2B_KILL:
-		st = service_delete(e->svc, rq->id, err, sizeof(err));
+		/* Its commands end with it, as in E2B (serve's own delete is
+		 * refused while they run). */
+		st = when_idle(e, rq->id, delete_sandbox, NULL, err, sizeof(err));
 		return st ? send_error(conn, (unsigned)st, err) : http_send_empty(conn, 204);
 	case E2B_TIMEOUT:
 		if (parse_timeout(rq->body.data, rq->body.len, true, &timeout_s, err, sizeof(err)))
@@ -665,9 +695,15 @@ int e2b_start(struct e2b_server *e)
 {
 	if (traffic_key(e))
 		return -EIO;
+	e->keeper = e2b_keeper_start();
+	if (!e->keeper)
+		return -ENOMEM;
 	e->ws_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->ws_stop_fd < 0)
+	if (e->ws_stop_fd < 0) {
+		e2b_keeper_stop(e->keeper);
+		e->keeper = NULL;
 		return -errno;
+	}
 	thread_crew_init(&e->ws);
 	e->daemon = http_daemon_start(e->tls ? -1 : e->listen_fd, &e->guard, e->head_timeout_ms,
 				      E2B_MAX_CONNECTIONS, MHD_ALLOW_UPGRADE, on_uri, on_request,
@@ -686,6 +722,8 @@ int e2b_start(struct e2b_server *e)
 	if (!e->daemon) {
 		close(e->ws_stop_fd);
 		e->ws_stop_fd = -1;
+		e2b_keeper_stop(e->keeper);
+		e->keeper = NULL;
 		return -EIO;
 	}
 	return 0;
@@ -710,6 +748,9 @@ void e2b_stop(struct e2b_server *e)
 		thread_crew_wait(&e->ws);
 	}
 	http_daemon_stop(&e->daemon, &e->guard, &e->listen_fd);
+	/* After MHD: the streams it ended went to the keeper, which ends them. */
+	e2b_keeper_stop(e->keeper);
+	e->keeper = NULL;
 	if (started) {
 		close(e->ws_stop_fd);
 		thread_crew_destroy(&e->ws);

@@ -19,6 +19,8 @@
 #define E2B_MAX_CONNECTIONS 512
 #define E2B_ENVD_PORT    49983      /* envd's port: PORT-ID.DOMAIN with it is envd's */
 
+struct e2b_keeper;
+
 struct e2b_server {
 	struct MHD_Daemon *daemon;
 	int listen_fd;
@@ -34,6 +36,7 @@ struct e2b_server {
 	unsigned head_timeout_ms;      /* 0: HTTP_GUARD_TIMEOUT_MS */
 	struct http_guard guard;
 	struct tls_front *tls;         /* --e2b-cert/--e2b-key: TLS on listen_fd; NULL: plain */
+	struct e2b_keeper *keeper;     /* commands whose client went (e2b_proc.c) */
 };
 
 /* Serve on e->listen_fd (taken over; http_listen_tcp's), a thread per

@@ -1,4 +1,4 @@
-/* e2b_rpc.h - envd's Connect RPCs for a sandbox: process.Process's Start (a command's events streamed), List and SendSignal; filesystem.Filesystem's Stat, ListDir, MakeDir and Remove; the rest answered unimplemented. */
+/* e2b_rpc.h - envd's Connect RPCs for a sandbox: process.Process's Start and Connect (streams, e2b_proc.c), List, SendSignal, SendInput, CloseStdin and Update; filesystem.Filesystem's Stat, ListDir, MakeDir, Remove and Move; the rest answered unimplemented. */
 #ifndef MAYFLY_SERVE_E2B_RPC_H
 #define MAYFLY_SERVE_E2B_RPC_H
 

@@ -651,6 +651,32 @@ int service_delete(struct service *svc, const char *id, char *err, size_t errlen
 	return 0;
 }
 
+/* SIGKILL to each of sb's commands (the lock held): how many. A full
+ * signal pipe already holds a signal the command will get. */
+static int end_commands_locked(struct sandbox *sb)
+{
+	uint8_t kill_sig = SIGKILL;
+	int n = 0;
+
+	for (struct exec_slot *e = sb->execs; e; e = e->next, n++)
+		if (write(e->sig_w, &kill_sig, 1) < 0 && errno != EAGAIN)
+			log_warn("serve: sandbox %s: cannot signal exec %llu: %s", sb->id,
+				 (unsigned long long)e->id, strerror(errno));
+	return n;
+}
+
+int service_end_commands(struct service *svc, const char *id)
+{
+	struct sandbox *sb;
+	int n;
+
+	pthread_mutex_lock(&svc->lock);
+	sb = find(svc, id);
+	n = sb ? end_commands_locked(sb) : -404;
+	pthread_mutex_unlock(&svc->lock);
+	return n;
+}
+
 json_t *service_sandbox_json(const struct sandbox *sb)
 {
 	json_t *allow = json_array();
@@ -865,6 +891,15 @@ void service_tick(struct service *svc)
 				sb->state = SB_RUNNING;
 				sb->calls--;
 			}
+		}
+		/* Past its ttl with commands running (a stream nobody ends, an
+		 * E2B process no client reads): they are told to end once, and
+		 * the sandbox goes when its calls have. */
+		if (sb->state == SB_RUNNING && sb->calls && sb->execs && !sb->ending &&
+		    sb->rec.ttl_s && now - sb->created_ns >= sb->rec.ttl_s * NS_PER_S) {
+			log_info("serve: sandbox %s reached its ttl: ending its %d command%s", sb->id,
+				 end_commands_locked(sb), sb->execs->next ? "s" : "");
+			sb->ending = true;
 		}
 		if ((sb->state == SB_RUNNING || sb->state == SB_PAUSED) && !sb->calls && sb->rec.ttl_s &&
 		    now - sb->created_ns >= sb->rec.ttl_s * NS_PER_S) {

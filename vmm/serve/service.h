@@ -45,7 +45,17 @@ struct service_template {
 	int hold_fd;               /* keeps the snapshot cache from removing dir; the service's life */
 };
 
-struct exec_slot;
+/* A running exec's handles (calls.c makes and unlinks them, under the
+ * service's lock): the service signals them too, to end a sandbox's
+ * commands at its ttl or for a kill. */
+struct exec_slot {
+	uint64_t id;
+	uint32_t pid;              /* the guest's, once started; else 0 */
+	int sig_w;                 /* a byte per signal for the command */
+	int stdin_w;               /* api_exec.stdin_open: its stdin (non-blocking); else -1 */
+	int winch_w;               /* api_exec.pty: 4 bytes (rows, cols) per resize; else -1 */
+	struct exec_slot *next;
+};
 
 struct sandbox {
 	char id[API_ID_MAX + 1];
@@ -67,6 +77,7 @@ struct sandbox {
 	struct api_net net;        /* given to each of its VM processes (resume, fork) */
 	json_t *meta;              /* a create's "metadata" (owned), or NULL */
 	int calls;                 /* in flight: a delete waits for none (else 409) */
+	bool ending;               /* past its ttl: its commands were told to end */
 	struct exec_slot *execs;   /* running execs, for their signals */
 	struct sandbox *next;
 	struct service *svc;       /* for an auto-pause's thread */
@@ -168,6 +179,10 @@ int service_set_timeout(struct service *svc, const char *id, unsigned timeout_s,
 
 /* Delete: 0 (204); 404; 409 while calls are in flight. */
 int service_delete(struct service *svc, const char *id, char *err, size_t errlen);
+
+/* SIGKILL to every running command of sandbox id (their calls then end):
+ * how many; -404 no such sandbox. */
+int service_end_commands(struct service *svc, const char *id);
 
 /* The template a create names: "" (the default), a name or an id (the
  * first template with it). NULL: none. */

@@ -134,6 +134,27 @@ const cases = [
     expect(!pids.includes(h.pid), `commands.list no longer has ${h.pid}`, pids);
   }],
 
+  ["reattach", 90, "a command outlives its client's stream; commands.connect reattaches to it", async () => {
+    const sbx = await box();
+    let first = "";
+    const h = await sbx.commands.run("echo before; while [ ! -e /tmp/reattach-go ]; do sleep 0.1; done; " +
+      "echo after; exit 5", { background: true, timeoutMs: 0, onStdout: (d) => (first += d) });
+    for (let i = 0; i < 100 && first !== "before\n"; i++) await sleep(100);
+    expect(first === "before\n", "the first client saw 'before'", first);
+    await h.disconnect();
+    const pids = (await sbx.commands.list()).map((p) => p.pid);
+    expect(pids.includes(h.pid), `commands.list still has ${h.pid} after disconnect()`, pids);
+    let out = "";
+    const again = await sbx.commands.connect(h.pid, { onStdout: (d) => (out += d), timeoutMs: 0 });
+    expect(again.pid === h.pid, `connect(${h.pid}) gives a handle of that pid`, again.pid);
+    await sbx.files.write("/tmp/reattach-go", "");
+    const e = await rejection(again.wait(), "wait() of the reattached command");
+    expect(e instanceof CommandExitError && e.exitCode === 5, "CommandExitError, exitCode 5", e);
+    expect(out === "after\n", "onStdout saw the output from the reattach on", out);
+    const gone = await rejection(sbx.commands.connect(h.pid), "connect to an ended command");
+    expect(gone instanceof Error, "an error for a command that ended", gone);
+  }],
+
   ["stdin", 60, "sendStdin and closeStdin feed a background command", async () => {
     const sbx = await box();
     const h = await sbx.commands.run("cat", { background: true, stdin: true });
@@ -214,12 +235,13 @@ const cases = [
   ["pause", 180, "pause, then Sandbox.connect resumes with files and processes intact", async () => {
     const sbx = await create();
     await sbx.files.write("/tmp/keep.txt", "kept\n");
-    // mayfly ends a command with its stream (docs/e2b.md): a process that
-    // outlives the pause is one started apart from its command.
+    // A pause ends the commands started through the API (docs/e2b.md: their
+    // streams cannot cross the snapshot); a process started apart survives.
     const pid = (await sbx.commands.run("setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!")).stdout.trim();
     const h = await sbx.commands.run("sleep 600", { background: true, timeoutMs: 0 });
-    await h.disconnect();   // right after: the pause waits for that command to end
-    expect(await sbx.pause() === true, "pause() is true", false);
+    expect(await sbx.pause() === true, "pause() is true with a command running", false);
+    const ended = await rejection(h.wait(), "wait() of the command the pause ended");
+    expect(ended instanceof CommandExitError, "the command ended by the pause: CommandExitError", ended);
     const info = await Sandbox.getInfo(sbx.sandboxId);
     expect(info.state === "paused", "getInfo: state paused", info.state);
     const again = await Sandbox.connect(sbx.sandboxId);
@@ -319,9 +341,12 @@ const cases = [
     expect(r instanceof AuthenticationError, "AuthenticationError", r instanceof Sandbox ? "a sandbox" : r);
   }],
 
-  ["kill", 60, "kill ends the sandbox; a second kill is false; getInfo is not found", async () => {
+  ["kill", 60, "kill ends the sandbox and its commands; a second kill is false; getInfo is not found", async () => {
     const sbx = await create();
-    expect(await kill(sbx) === true, "kill() is true", false);
+    const h = await sbx.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    expect(await kill(sbx) === true, "kill() is true with a command running", false);
+    const ended = await rejection(h.wait(), "wait() of a command of a killed sandbox");
+    expect(ended instanceof Error, "the command's wait() fails", ended);
     expect(await Sandbox.kill(sbx.sandboxId) === false, "Sandbox.kill again is false", true);
     const e = await rejection(Sandbox.getInfo(sbx.sandboxId), "getInfo of a killed sandbox");
     expect(e instanceof SandboxNotFoundError, "SandboxNotFoundError", e);
