@@ -15,7 +15,8 @@
 #define AGENT_MAX_PROCS    64                 /* live processes per connection */
 #define AGENT_MAX_XFERS    16                 /* open file transfers and listings per connection */
 #define AGENT_FRAME_MAX    (PROTO_HEADER_LEN + PROTO_MAX_PAYLOAD)
-#define AGENT_MAX_PORTS    64                 /* PORT relays at once (each a process) */
+#define AGENT_MAX_HANDOVERS 64                /* PORT relays and WATCH watchers at once (each a process) */
+#define AGENT_WATCH_DIRS   4096               /* directories a recursive WATCH follows */
 #define AGENT_PORT_CONNECT_MS 2000            /* a PORT's connect to 127.0.0.1, at most */
 /* Output above this pauses everything that produces output for the connection
  * (child pipes, file reads, listings, new requests) until the host reads. */
@@ -101,8 +102,13 @@ struct conn {
 	unsigned nprocs;
 	struct xfer *xfers;
 	unsigned nxfers;
-	unsigned port;              /* PORT accepted: hand over after this frame (0: none) */
-	uint32_t port_id;
+	/* PORT or WATCH accepted: the connection goes to a child once the
+	 * frame is consumed (handover_start). */
+	enum { HANDOVER_NONE, HANDOVER_PORT, HANDOVER_WATCH } handover;
+	uint32_t handover_id;       /* the request's id, for its OK or ERROR */
+	unsigned port;              /* PORT's */
+	char *watch_path;           /* WATCH's (malloc'd, absolute) */
+	bool watch_recursive;
 };
 
 struct agent {
@@ -124,7 +130,7 @@ struct agent {
 	pid_t net_pid;              /* NET: the proxy relay's process, 0: none */
 	unsigned net_port;          /* NET: the proxy's port on 127.0.0.1, 0: no network */
 	const char *net_unix;       /* --net-unix PATH: relay there, not to vsock (host tests) */
-	pid_t port_pids[AGENT_MAX_PORTS];   /* PORT: each relay's process, 0: a free entry */
+	pid_t handover_pids[AGENT_MAX_HANDOVERS];   /* PORT's and WATCH's children, 0: a free entry */
 };
 
 /* defaults.c */
@@ -205,6 +211,10 @@ int spawn_proc(struct agent *a, struct proc *p, const struct proto_exec *e);
 const char *spawn_stage_name(uint32_t stage);
 
 /* files.c */
+/* A REPLACE write's temporary file is ".NAME" REPLACE_TAG "XXXXXX" beside NAME. */
+#define REPLACE_TAG ".mayfly-"
+/* True for such a name (a base name): a watch does not report it. */
+bool file_is_replace_temp(const char *name);
 int file_write_request(struct conn *c, const struct proto_frame *f);
 int file_data_request(struct conn *c, const struct proto_frame *f);
 int file_end_request(struct conn *c, const struct proto_frame *f);
@@ -243,18 +253,37 @@ void net_lo_up(void);
 /* True, with an ERROR EAGAIN sent, when f must wait for FRESHEN. */
 bool freshen_needed(struct conn *c, const struct proto_frame *f);
 
+/* handover.c: a connection given to a child of its own (PORT, WATCH) */
+/* 0 when c may be handed over (no processes or transfers on it, a free
+ * child slot); else the ERROR is sent (named after `what`) and -EBUSY. */
+int handover_check(struct conn *c, uint32_t id, const char *what);
+/* Hand c over to a child running what c->handover names, answering
+ * c->handover_id; rest is what the host sent after the frame. c is closed
+ * here. */
+void handover_start(struct conn *c, const uint8_t *rest, size_t len);
+/* A child reaped: true when it was a handover's. */
+bool handover_reaped(struct agent *a, pid_t pid);
+/* Kill every handover child (QUIESCE: a snapshot holds no host connection). */
+void handover_stop(struct agent *a);
+/* Write all of p to fd (blocking): false when the host is gone. */
+bool handover_write(int fd, const uint8_t *p, size_t len);
+
 /* ports.c */
-/* PORT {u32 port}: checked, then the connection marked (c->port) for
- * ports_handover once the frame is consumed. */
+/* PORT {u32 port}: checked, then the connection marked for handover. */
 int port_request(struct conn *c, const struct proto_frame *f);
-/* Hand c over to a child that connects to 127.0.0.1:c->port, answers OK
- * (or ERROR, and closes) and then relays bytes both ways; rest is what
- * the host sent after the PORT frame. c is closed here. */
-void ports_handover(struct conn *c, const uint8_t *rest, size_t len);
-/* A child reaped: true when it was a port's relay. */
-bool ports_reaped(struct agent *a, pid_t pid);
-/* Kill every relay (QUIESCE: a snapshot holds no host connection). */
-void ports_stop(struct agent *a);
+/* The child: connects to 127.0.0.1:c->port, answers OK (or ERROR, and
+ * ends) and then relays bytes both ways; rest first to the guest. */
+void __attribute__((noreturn)) port_main(int hfd, unsigned port, uint32_t id,
+					 const uint8_t *rest, size_t rest_len);
+
+/* watch.c */
+/* WATCH {str path, u32 recursive}: checked, then the connection marked
+ * for handover. */
+int watch_request(struct conn *c, const struct proto_frame *f);
+/* The child: inotify on path (and, recursive, every directory under it,
+ * AGENT_WATCH_DIRS at most), OK (or ERROR), then a WATCH_EVENT per event
+ * until the host closes the connection or the watch ends (an ERROR). */
+void __attribute__((noreturn)) watch_main(int hfd, const char *path, bool recursive, uint32_t id);
 
 /* loop.c */
 /* Serve until SHUTDOWN (returns 1), a --fd connection's end or SIGTERM (0),

@@ -157,6 +157,7 @@ void conn_close(struct conn *c, bool flush)
 void conn_free(struct conn *c)
 {
 	xfers_sweep(c);
+	free(c->watch_path);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -234,7 +235,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_PORT + 1] = {
+static const req_fn handlers[PROTO_WATCH + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -255,6 +256,7 @@ static const req_fn handlers[PROTO_PORT + 1] = {
 	[PROTO_NET] = net_request,
 	[PROTO_RENAME] = rename_request,
 	[PROTO_PORT] = port_request,
+	[PROTO_WATCH] = watch_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */
@@ -310,9 +312,9 @@ void conn_process(struct conn *c)
 		}
 		conn_dispatch(c, &f);
 		off += (size_t)n;
-		if (c->port && !c->dead) {
-			/* What follows PORT is the relay's, not frames. */
-			ports_handover(c, c->in + off, c->in_len - off);
+		if (c->handover && !c->dead) {
+			/* What follows PORT or WATCH is the child's, not frames. */
+			handover_start(c, c->in + off, c->in_len - off);
 			return;
 		}
 	}

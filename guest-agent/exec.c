@@ -315,7 +315,7 @@ void procs_reap(struct agent *a)
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
 		if (pid == a->net_pid)
 			a->net_pid = 0;
-		if (ports_reaped(a, pid))
+		if (handover_reaped(a, pid))
 			continue;
 		p = proc_by_pid(a, pid);
 		if (!p)

@@ -117,7 +117,7 @@ static int open_replacement(const char *path, uint32_t mode, char **tmp, char **
 	slash = dir ? strrchr(dir, '/') : NULL;
 	if (slash)
 		*slash = '\0';
-	if (!dir || asprintf(tmp, "%s/.%s.mayfly-XXXXXX", slash ? dir : ".",
+	if (!dir || asprintf(tmp, "%s/.%s" REPLACE_TAG "XXXXXX", slash ? dir : ".",
 			     slash ? slash + 1 : dir) < 0) {
 		free(dir);
 		free(*final);
@@ -409,4 +409,12 @@ void xfers_sweep(struct conn *c)
 			xp = &x->next;
 		}
 	}
+}
+
+bool file_is_replace_temp(const char *name)
+{
+	size_t n = strlen(name), tag = strlen(REPLACE_TAG);
+
+	/* ".NAME" REPLACE_TAG "XXXXXX", NAME one byte at least. */
+	return n >= 2 + tag + 6 && name[0] == '.' && !strncmp(name + n - 6 - tag, REPLACE_TAG, tag);
 }

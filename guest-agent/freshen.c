@@ -31,7 +31,7 @@ int quiesce_request(struct conn *c, const struct proto_frame *f)
 	/* The proxy's clients are host connections too; the network is each
 	 * run's own (the host sends NET again after a restore). */
 	net_stop(c->a);
-	ports_stop(c->a);
+	handover_stop(c->a);
 	return 0;
 }
 

@@ -60,6 +60,10 @@ enum proto_type {
 	PROTO_PORT = 20,        /* {u32 port} -> OK, then the connection carries raw bytes
 				 * to and from 127.0.0.1:port in the guest; or ERROR and the
 				 * agent closes it */
+	PROTO_WATCH = 21,       /* {str path, u32 recursive} -> OK, then WATCH_EVENT frames
+				 * until the host closes the connection, or ERROR (the
+				 * watch's end: the directory gone, events lost) and the
+				 * agent closes it; the host sends nothing after WATCH */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */
@@ -72,6 +76,7 @@ enum proto_type {
 	PROTO_EXIT = 71,        /* {u32 kind, i32 code, u32 signo, u64 duration_us} */
 	PROTO_STAT_RESULT = 72, /* struct proto_stat */
 	PROTO_LIST_ENTRIES = 73,/* {u32 more, u32 count, count x (str name, u32 type, u32 mode, u64 size)} */
+	PROTO_WATCH_EVENT = 74, /* {u32 kind, str name}: name relative to the watched directory */
 };
 
 /* PROTO_EXEC flags */
@@ -99,6 +104,12 @@ enum proto_exit_kind {
 	PROTO_EXIT_CODE = 0,    /* exited: code holds the status */
 	PROTO_EXIT_SIGNAL = 1,  /* killed by signo */
 	PROTO_EXIT_TIMEOUT = 2, /* the wall-clock timeout ran out; killed by signo (SIGKILL) */
+};
+
+/* WATCH_EVENT kinds (E2B's EventType numbers) */
+enum proto_watch_kind {
+	PROTO_WATCH_CREATE = 1, PROTO_WATCH_WRITE = 2, PROTO_WATCH_REMOVE = 3,
+	PROTO_WATCH_RENAME = 4, PROTO_WATCH_CHMOD = 5,
 };
 
 /* File types in STAT_RESULT and LIST_ENTRIES */

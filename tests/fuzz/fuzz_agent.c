@@ -2,6 +2,7 @@
 #include "agent_client/client.h"
 #include "agent_client/session.h"
 #include "agent_client/transfer.h"
+#include "agent_client/watch.h"
 #include "lib/clock.h"
 #include "fuzz_common.h"
 
@@ -15,7 +16,7 @@
 /*
  * Input (tests/fuzz/make-agent-seeds writes the same):
  *
- *   byte 0      what the host does, modulo 10:
+ *   byte 0      what the host does, modulo 11:
  *               0 agent_client_connect (the stream starts with the VMM's
  *                 "OK <port>\n", then the agent's answer to HELLO)
  *               1 session_exec, raw streams   2 session_exec, JSON lines
@@ -26,6 +27,7 @@
  *               8 transfer_list
  *               9 session_exec in a container's root, as a user with
  *                 groups (PROTO_EXEC_ROOT), raw streams
+ *               10 agent_watch_next until the watch ends (a WATCH's events)
  *   bytes 1-2   a limit, little-endian: session_exec's max_output and
  *               transfer_get(_mem)'s max_bytes (0: none)
  *   the rest    everything the agent (or the VMM's front door) sends
@@ -175,6 +177,22 @@ static void check_dir(void)
 		fuzz_broken("a get left a file behind (or took the user's away)", NULL);
 }
 
+/* A watch's events until its end: each a kind of 1..5 and a name that
+ * fits; the end with a reason. */
+static void do_watch(struct agent_client *c)
+{
+	char name[256], why[256];
+	unsigned kind;
+	int rc;
+
+	while ((rc = agent_watch_next(c, 0, -1, &kind, name, sizeof(name), why, sizeof(why))) == 1)
+		if (kind < PROTO_WATCH_CREATE || kind > PROTO_WATCH_CHMOD || !name[0] ||
+		    strlen(name) >= sizeof(name))
+			fuzz_broken("a watch event out of its bounds", name);
+	if (rc < 0 && !why[0])
+		fuzz_broken("a watch ended without a reason", NULL);
+}
+
 static void do_get(struct agent_client *c, uint16_t limit)
 {
 	char why[256], now[sizeof(precious)];
@@ -299,7 +317,7 @@ static void do_recv(struct agent_client *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, size };
-	uint8_t mode = take8(&c) % 10;
+	uint8_t mode = take8(&c) % 11;
 	uint16_t limit = take16(&c);
 	/* Static: 768 KiB of buffers, not cleared per input (the client
 	 * tracks what it filled). */
@@ -326,6 +344,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1: do_exec(client, false, false, limit); break;
 	case 2: do_exec(client, true, false, limit); break;
 	case 9: do_exec(client, false, true, limit); break;
+	case 10: do_watch(client); break;
 	case 3: do_get(client, limit); break;
 	case 4: do_put(client); break;
 	case 5: do_recv(client); break;

@@ -108,6 +108,8 @@ static void check_filesystem_calls(const uint8_t *m, size_t n)
 	if (!e2b_parse_move(m, n, path, dst, sizeof(path), err, sizeof(err)) && (!path[0] || !dst[0]))
 		fuzz_broken("an empty move", NULL);
 	(void)e2b_parse_watch_dir(m, n, path, sizeof(path), &rec, err, sizeof(err));
+	if (!e2b_parse_watcher_id(m, n, path, sizeof(path), err, sizeof(err)) && !path[0])
+		fuzz_broken("an empty watcher id", NULL);
 }
 
 /* s must be JSON that reads back; its message, if any, within max bytes. */

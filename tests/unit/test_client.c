@@ -1,4 +1,4 @@
-/* test_client.c - the host's agent connection: the handshake can be cancelled, frames are read in place, numbers checked. */
+/* test_client.c - the host's agent connection: the handshake can be cancelled, frames are read in place, numbers checked; a watch event as a lying guest would send it. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent_client/client.h"
+#include "agent_client/watch.h"
 #include "lib/clock.h"
 #include "fake_agent.h"
 
@@ -344,4 +345,43 @@ Test(client, a_malformed_frame_breaks_the_connection_for_good)
 	cr_assert_eq(agent_client_recv(a.client, &f, clock_now_ns() + 5000 * MS), -EPROTO);
 	cr_assert_eq(agent_client_send(a.client, 0, 0), -EPROTO);
 	fake_fini(&a);
+}
+
+/* A WATCH_EVENT of kind with the name's n bytes, and more bytes after. */
+static int watch_event(unsigned kind, const char *name, uint32_t n, const char *more,
+		       unsigned *got_kind, char *got, size_t cap)
+{
+	static uint8_t buf[PROTO_HEADER_LEN + 8 + 8192];
+	struct proto_writer w;
+	struct proto_frame f;
+	int len;
+
+	proto_begin(&w, buf, sizeof(buf), PROTO_WATCH_EVENT, 1);
+	proto_put_u32(&w, kind);
+	proto_put_bytes(&w, name, n);
+	if (more)
+		proto_put_u32(&w, 0);
+	len = proto_end(&w);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(proto_frame_decode(buf, (size_t)len, &f), len);
+	return agent_watch_event(&f, got_kind, got, cap);
+}
+
+Test(client, a_watch_event_is_checked_as_a_lying_guest_would_send_it)
+{
+	char name[64], big[5000];
+	unsigned kind = 0;
+
+	cr_assert_eq(watch_event(PROTO_WATCH_RENAME, "sub/a", 5, NULL, &kind, name, sizeof(name)), 0);
+	cr_assert_eq(kind, PROTO_WATCH_RENAME);
+	cr_assert_str_eq(name, "sub/a");
+	/* Kinds outside 1..5, no name, a NUL inside it, bytes after it, a
+	 * name longer than the caller takes. */
+	cr_assert_eq(watch_event(0, "a", 1, NULL, &kind, name, sizeof(name)), -EPROTO);
+	cr_assert_eq(watch_event(6, "a", 1, NULL, &kind, name, sizeof(name)), -EPROTO);
+	cr_assert_eq(watch_event(1, "", 0, NULL, &kind, name, sizeof(name)), -EPROTO);
+	cr_assert_eq(watch_event(1, "a\0b", 3, NULL, &kind, name, sizeof(name)), -EPROTO);
+	cr_assert_eq(watch_event(1, "a", 1, "more", &kind, name, sizeof(name)), -EPROTO);
+	memset(big, 'x', sizeof(big));
+	cr_assert_eq(watch_event(1, big, sizeof(big), NULL, &kind, name, sizeof(name)), -EPROTO);
 }

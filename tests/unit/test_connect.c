@@ -306,3 +306,25 @@ Test(connect, timeout_is_one_to_ten_digits)
 		cr_assert_eq(ms, 0, "\"%s\"", bad[i]);
 	}
 }
+
+Test(connect, a_queue_gives_its_envelopes_back_in_any_pieces)
+{
+	struct connect_queue q = { 0 };
+	uint8_t out[64];
+	size_t n = 0, got;
+
+	cr_assert_eq(connect_queue_take(&q, out, sizeof(out)), 0, "an empty queue gives nothing");
+	cr_assert(connect_queue_push(&q, 0, strdup("{\"a\":1}")));
+	cr_assert(connect_queue_push(&q, CONNECT_FLAG_END_STREAM, strdup("{}")));
+	cr_assert_not(connect_queue_push(&q, 0, NULL), "out of memory is no envelope");
+	while ((got = connect_queue_take(&q, out + n, 3)) > 0)
+		n += got;
+	cr_assert_eq(n, 2 * CONNECT_ENVELOPE_LEN + 7 + 2);
+	cr_assert(!memcmp(out, "\0\0\0\0\7{\"a\":1}\2\0\0\0\2{}", n));
+	/* Emptied: pushing starts again at the front. */
+	cr_assert(connect_queue_push(&q, 0, strdup("{}")));
+	connect_queue_drop(&q);
+	cr_assert_eq(connect_queue_take(&q, out, sizeof(out)), 0, "dropped");
+	connect_queue_free(&q);
+	connect_queue_free(&q);   /* twice: harmless */
+}

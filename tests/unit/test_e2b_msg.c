@@ -521,9 +521,19 @@ Test(e2b_msg, filesystem_requests_take_their_paths)
 	cr_assert_eq(e2b_parse_watch_dir(J("{\"path\":\"/w\"}"), p, sizeof(p), &rec, err,
 					 sizeof(err)), 0);
 	cr_assert_not(rec);
-	cr_assert_eq(e2b_parse_watch_dir(J("{\"path\":\"/w\",\"recursive\":true,\"includeEntry\":true}"),
+	cr_assert_eq(e2b_parse_watch_dir(J("{\"path\":\"/w\",\"recursive\":true,\"includeEntry\":false}"),
 					 p, sizeof(p), &rec, err, sizeof(err)), 0);
 	cr_assert(rec);
+	/* No entries in mayfly's events: asking for them is refused, not ignored. */
+	cr_assert_eq(e2b_parse_watch_dir(J("{\"path\":\"/w\",\"includeEntry\":true}"), p, sizeof(p),
+					 &rec, err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, "includeEntry"));
+	cr_assert_eq(e2b_parse_watcher_id(J("{\"watcherId\":\"abc\"}"), p, sizeof(p), err,
+					  sizeof(err)), 0);
+	cr_assert_str_eq(p, "abc");
+	cr_assert_eq(e2b_parse_watcher_id(J("{}"), p, sizeof(p), err, sizeof(err)), -EINVAL);
+	cr_assert_eq(e2b_parse_watcher_id(J("{\"watcherId\":7}"), p, sizeof(p), err, sizeof(err)),
+		     -EINVAL);
 	cr_assert_eq(e2b_parse_watch_dir(J("{\"path\":\"/w\",\"recursive\":\"true\"}"), p, sizeof(p),
 					 &rec, err, sizeof(err)), -EINVAL);
 	cr_assert_not_null(strstr(err, "recursive"));
@@ -563,6 +573,14 @@ Test(e2b_msg, process_events_are_exact)
 	text_eq(e2b_event_end(1, true, "\xff\n", NULL),
 		"{\"event\":{\"end\":{\"exitCode\":1,\"exited\":true,\"status\":\"\xef\xbf\xbd\\n\"}}}");
 	text_eq(e2b_event_keepalive(), "{\"event\":{\"keepalive\":{}}}");
+	/* WatchDirResponse's oneof is its own top: no "event" around it. */
+	text_eq(e2b_watch_start(), "{\"start\":{}}");
+	text_eq(e2b_watch_keepalive(), "{\"keepalive\":{}}");
+	text_eq(e2b_watch_event(1, "a/b"), "{\"filesystem\":{\"name\":\"a/b\",\"type\":\"EVENT_TYPE_CREATE\"}}");
+	text_eq(e2b_watch_event(5, "\xff"), "{\"filesystem\":{\"name\":\"\xef\xbf\xbd\",\"type\":\"EVENT_TYPE_CHMOD\"}}");
+	cr_assert_null(e2b_watch_event(0, "a"));
+	cr_assert_null(e2b_watch_event(6, "a"));
+	cr_assert_null(e2b_fs_event(2, NULL));
 }
 
 Test(e2b_msg, end_event_texts_are_bounded)

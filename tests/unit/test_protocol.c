@@ -647,7 +647,10 @@ Test(protocol, type_names)
 	cr_assert_str_eq(proto_type_name(PROTO_NET), "NET");
 	cr_assert_str_eq(proto_type_name(PROTO_RENAME), "RENAME");
 	cr_assert_str_eq(proto_type_name(PROTO_PORT), "PORT");
-	cr_assert_str_eq(proto_type_name(21), "unknown");
+	cr_assert_str_eq(proto_type_name(PROTO_WATCH), "WATCH");
+	cr_assert_str_eq(proto_type_name(PROTO_WATCH_EVENT), "WATCH_EVENT");
+	cr_assert_str_eq(proto_type_name(22), "unknown");
+	cr_assert_str_eq(proto_type_name(75), "unknown");
 	cr_assert_str_eq(proto_type_name(255), "unknown");
 }
 

@@ -457,6 +457,8 @@ Test(serve_e2b, envd_refuses_malformed_rpcs_with_connects_codes)
 		"{\"process\":{\"pid\":4242},\"signal\":\"SIGNAL_SIGKILL\"}", 50, &r);
 	assert_connect_error(&r, 404, "not_found");
 	request("POST", "/filesystem.Filesystem/CreateWatcher", hu, "{}", 2, &r);
+	assert_connect_error(&r, 400, "invalid_argument");
+	request("POST", "/process.Process/StreamInput", hu, "{}", 2, &r);
 	assert_connect_error(&r, 501, "unimplemented");
 	request("GET", "/process.Process/List", hu, NULL, 0, &r);
 	assert_e2b_error(&r, 405);
@@ -516,8 +518,6 @@ Test(serve_e2b, envd_files_up_and_down_multipart_and_raw)
 	rmdir("/tmp/e2b-sub");
 }
 
-/* A client that goes while its command is silent: the command ends with
- * its stream, so the sandbox is not held (a delete is not refused). */
 /* An envd stream call (msg in one envelope) on a new connection, sent:
  * its socket. */
 static int stream_call(const char *method, const char *id, const char *msg)
@@ -561,6 +561,47 @@ static size_t read_until(int fd, char *buf, size_t cap, const char *needle)
 }
 
 #define HAS(buf, n, s) (memmem((buf), (n), (s), strlen(s)) != NULL)
+
+/* A part's head, its one byte, the CRLF and the boundary each in a packet
+ * of its own (as the SDK's fetch sends a Blob): libmicrohttpd then hands
+ * the part's start over twice (no bytes, then the byte), which was read
+ * as a second file (400 with ?path=). */
+Test(serve_e2b, a_one_byte_file_whose_part_comes_in_pieces_is_one_file)
+{
+	static const char part1[] =
+		"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/e2b-one\"\r\n"
+		"Content-Type: application/octet-stream\r\n\r\n";
+	static const char *const rest[] = { "x", "\r\n", "--XyZ--\r\n" };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 10 };
+	char id[API_ID_MAX + 1], h[512], head[1024], got[2048];
+	struct reply r;
+	int fd, n;
+
+	create("{}", id);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = snprintf(head, sizeof(head), "POST /files?path=/tmp/e2b-one HTTP/1.1\r\nHost: x\r\n"
+		     "E2b-Sandbox-Id: %s\r\nX-Access-Token: " KEY "\r\nConnection: close\r\n"
+		     "Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: %zu\r\n\r\n%s",
+		     id, sizeof(part1) - 1 + 1 + 2 + 9, part1);
+	cr_assert_eq(write(fd, head, (size_t)n), n);
+	for (int i = 0; i < 3; i++) {
+		poll(NULL, 0, 100);
+		cr_assert_eq(write(fd, rest[i], strlen(rest[i])), (ssize_t)strlen(rest[i]));
+	}
+	n = (int)read_until(fd, got, sizeof(got), NULL);
+	close(fd);
+	cr_assert(HAS(got, (size_t)n, "HTTP/1.1 200"), "%s", got);
+	envd_headers(h, sizeof(h), id, "");
+	request("GET", "/files?path=/tmp/e2b-one", h, NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(r.body, "x");
+	free(r.body);
+	unlink("/tmp/e2b-one");
+}
 
 /* Start's stream up to its start event, then the client goes: the pid. */
 static unsigned start_and_leave(const char *id, const char *msg)
@@ -656,6 +697,69 @@ Test(serve_e2b, a_sandbox_past_its_timeout_ends_its_commands_and_goes)
 		free(r.body);
 	}
 	cr_assert_eq(st, 404, "the sandbox outlived its timeout");
+}
+
+Test(serve_e2b, watch_dir_streams_a_directorys_events_and_watchers_poll_them)
+{
+	char id[API_ID_MAX + 1], dir[128], msg[300], h[512], url[300], buf[8192], wid[64];
+	struct reply r;
+	json_t *j;
+	size_t n;
+	int fd;
+
+	/* The fake guest is this host: its agent watches our files. */
+	snprintf(dir, sizeof(dir), "%s/watched", root);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	create("{}", id);
+	snprintf(msg, sizeof(msg), "{\"path\":\"%s\",\"recursive\":true}", dir);
+	fd = stream_call("/filesystem.Filesystem/WatchDir", id, msg);
+	n = read_until(fd, buf, sizeof(buf), "{\"start\":{}}");
+	snprintf(url, sizeof(url), "%s/new.txt", dir);
+	cr_assert_eq(close(open(url, O_CREAT | O_WRONLY, 0600)), 0);
+	n = read_until(fd, buf, sizeof(buf), "\"type\":\"EVENT_TYPE_CREATE\"");
+	cr_assert(HAS(buf, n, "{\"filesystem\":{\"name\":\"new.txt\",\"type\":\"EVENT_TYPE_CREATE\"}}"),
+		  "%.*s", (int)n, buf);
+	close(fd);
+	/* A missing directory: not_found, at the stream's end. */
+	snprintf(msg, sizeof(msg), "{\"path\":\"%s/none\"}", dir);
+	fd = stream_call("/filesystem.Filesystem/WatchDir", id, msg);
+	n = read_until(fd, buf, sizeof(buf), NULL);
+	close(fd);
+	cr_assert(HAS(buf, n, "\"not_found\""), "%.*s", (int)n, buf);
+
+	/* A watcher: made, polled, removed. */
+	envd_headers(h, sizeof(h), id, JSON);
+	snprintf(msg, sizeof(msg), "{\"path\":\"%s\"}", dir);
+	request("POST", "/filesystem.Filesystem/CreateWatcher", h, msg, strlen(msg), &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	j = json_of(&r);
+	snprintf(wid, sizeof(wid), "%s", json_string_value(json_object_get(j, "watcherId")));
+	json_decref(j);
+	free(r.body);
+	cr_assert_eq(strlen(wid), 32, "a watcher id: %s", wid);
+	snprintf(url, sizeof(url), "%s/polled.txt", dir);
+	cr_assert_eq(close(open(url, O_CREAT | O_WRONLY, 0600)), 0);
+	snprintf(msg, sizeof(msg), "{\"watcherId\":\"%s\"}", wid);
+	for (int i = 0; i < 50; i++) {
+		request("POST", "/filesystem.Filesystem/GetWatcherEvents", h, msg, strlen(msg), &r);
+		cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+		if (strstr(r.body, "polled.txt"))
+			break;
+		free(r.body);
+		r.body = NULL;
+		poll(NULL, 0, 100);
+	}
+	cr_assert_not_null(r.body, "GetWatcherEvents never gave the new file");
+	cr_assert(strstr(r.body, "{\"events\":[{\"name\":\"polled.txt\",\"type\":\"EVENT_TYPE_CREATE\"}"),
+		  "%s", r.body);
+	free(r.body);
+	request("POST", "/filesystem.Filesystem/RemoveWatcher", h, msg, strlen(msg), &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	free(r.body);
+	request("POST", "/filesystem.Filesystem/GetWatcherEvents", h, msg, strlen(msg), &r);
+	assert_connect_error(&r, 404, "not_found");
+	request("POST", "/filesystem.Filesystem/RemoveWatcher", h, "{}", 2, &r);
+	assert_connect_error(&r, 400, "invalid_argument");
 }
 
 /* --- published ports: PORT-ID.DOMAIN to a server "in the guest" (here the

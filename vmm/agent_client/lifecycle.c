@@ -94,20 +94,29 @@ static int port_frame(struct agent_client *c, uint8_t *buf, size_t cap, void *op
 	return proto_end(&w);
 }
 
+int agent_open_with(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+		    const struct agent_first *first, const uint32_t *id, const char *name,
+		    uint64_t deadline_ns, int cancel_fd, const char **why)
+{
+	int rc = agent_client_connect_first(c, dial, dial_opaque, PROTO_AGENT_PORT, first,
+					    deadline_ns, cancel_fd, why);
+
+	if (rc)
+		return rc;
+	rc = wait_ok(c, *id, 0, name, deadline_ns, why);
+	if (rc)
+		agent_client_close(c);
+	return rc;
+}
+
 int agent_open_port(struct agent_client *c, agent_dial_fn dial, void *dial_opaque, uint16_t port,
 		    uint64_t deadline_ns, int cancel_fd, const char **why)
 {
 	struct port_first pf = { .port = port };
 	struct agent_first first = { port_frame, &pf };
-	int rc = agent_client_connect_first(c, dial, dial_opaque, PROTO_AGENT_PORT, &first,
-					    deadline_ns, cancel_fd, why);
 
-	if (rc)
-		return rc;
-	rc = wait_ok(c, pf.id, 0, "PORT", deadline_ns, why);
-	if (rc)
-		agent_client_close(c);
-	return rc;
+	return agent_open_with(c, dial, dial_opaque, &first, &pf.id, "PORT", deadline_ns, cancel_fd,
+			       why);
 }
 
 int agent_tell_net(struct agent_client *c, uint32_t guest_port, uint32_t vsock_port,

@@ -31,6 +31,13 @@ int agent_tell_net(struct agent_client *c, uint32_t guest_port, uint32_t vsock_p
 int agent_open_port(struct agent_client *c, agent_dial_fn dial, void *dial_opaque, uint16_t port,
 		    uint64_t deadline_ns, int cancel_fd, const char **why);
 
+/* A new connection whose one request (first's frame, which sets *id) must
+ * be answered OK (name: the request's, for the messages): 0, or -errno
+ * with *why (the agent's ERROR: its errno), the client closed. */
+int agent_open_with(struct agent_client *c, agent_dial_fn dial, void *dial_opaque,
+		    const struct agent_first *first, const uint32_t *id, const char *name,
+		    uint64_t deadline_ns, int cancel_fd, const char **why);
+
 /* QUIESCE: the agent syncs the guest's file systems, stops its proxy and
  * closes every connection, ours last, and refuses work until a FRESHEN.
  * Waits (30 s at most) for the OK and then for the connection's end, so

@@ -5,6 +5,7 @@
 #include "agent_client/lifecycle.h"
 #include "agent_client/session.h"
 #include "agent_client/transfer.h"
+#include "agent_client/watch.h"
 #include "control/ctl_client.h"
 #include "launch/vm_agent.h"
 #include "lib/clock.h"
@@ -885,13 +886,50 @@ void calls_remove(struct service *svc, struct sandbox *sb, const char *caller, c
 		r->status = 204;
 }
 
-struct port_conn {
+/* A call on a guest agent connection of its own that outlives its
+ * request (a published port's connection, a watch): approved at its
+ * start, recorded at its end; it holds no sandbox (its VM's end ends it). */
+struct side_call {
 	struct gate g;
 	char sandbox[API_ID_MAX + 1];   /* the gate's: the sandbox may go first */
-	json_t *call;
+	json_t *call;                   /* taken */
 	uint64_t t0;
-	size_t early_off, early_len;
 	struct agent_client c;
+};
+
+static int side_begin(struct side_call *sc, struct service *svc, struct sandbox *sb,
+		      const char *caller, json_t *call, struct call_result *r)
+{
+	snprintf(sc->sandbox, sizeof(sc->sandbox), "%s", sb->id);
+	gate_for(&sc->g, svc, sb, caller);
+	sc->g.sandbox = sc->sandbox;
+	sc->call = call;
+	if (!call) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	if (ask(&sc->g, sc->call, &sc->t0, r)) {
+		json_decref(sc->call);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Its record (rc, err: how it ended), then its connection closed. */
+static void side_end(struct side_call *sc, int rc, const char *err)
+{
+	char why[300];
+
+	agent_client_close(&sc->c);
+	if (gate_record_file(&sc->g, sc->call, sc->t0, rc, err, NULL, why, sizeof(why)))
+		log_warn("serve: sandbox %s: %s: %s", sc->sandbox,
+			 json_string_value(json_object_get(sc->call, "tool")), why);
+	json_decref(sc->call);
+}
+
+struct port_conn {
+	struct side_call sc;
+	size_t early_off, early_len;
 };
 
 int calls_port_open(struct service *svc, struct sandbox *sb, const char *caller, unsigned port,
@@ -899,27 +937,23 @@ int calls_port_open(struct service *svc, struct sandbox *sb, const char *caller,
 {
 	struct port_conn *pc = calloc(1, sizeof(*pc));
 	const char *why = "";
-	char err[300];
 	int rc;
 
 	if (!pc) {
 		result(r, 500, "internal", "out of memory");
 		return -ENOMEM;
 	}
-	snprintf(pc->sandbox, sizeof(pc->sandbox), "%s", sb->id);
-	gate_for(&pc->g, svc, sb, caller);
-	pc->g.sandbox = pc->sandbox;
-	pc->call = json_pack("{s:s, s:i}", "tool", "port", "port", (int)port);
-	if (ask(&pc->g, pc->call, &pc->t0, r)) {
-		json_decref(pc->call);
+	rc = side_begin(&pc->sc, svc, sb, caller,
+			json_pack("{s:s, s:i}", "tool", "port", "port", (int)port), r);
+	if (rc) {
 		free(pc);
-		return -EPERM;
+		return rc;
 	}
-	rc = agent_open_port(&pc->c, agent_dial_unix, sb->vsock, (uint16_t)port,
+	rc = agent_open_port(&pc->sc.c, agent_dial_unix, sb->vsock, (uint16_t)port,
 			     clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S, svc->stop_fd, &why);
 	if (!rc) {
-		pc->early_off = pc->c.rstart;
-		pc->early_len = pc->c.rlen;
+		pc->early_off = pc->sc.c.rstart;
+		pc->early_len = pc->sc.c.rlen;
 		*out = pc;
 		return 0;
 	}
@@ -930,21 +964,19 @@ int calls_port_open(struct service *svc, struct sandbox *sb, const char *caller,
 		       sb->id, why);
 	else
 		agent_failed(r, rc, "cannot reach the sandbox's agent", why);
-	if (gate_record_file(&pc->g, pc->call, pc->t0, rc, r->error, NULL, err, sizeof(err)))
-		result(r, 500, "audit", "%s", err);
-	json_decref(pc->call);
+	side_end(&pc->sc, rc, r->error);
 	free(pc);
 	return rc;
 }
 
 int calls_port_fd(const struct port_conn *pc)
 {
-	return pc->c.fd;
+	return pc->sc.c.fd;
 }
 
 const uint8_t *calls_port_early(struct port_conn *pc, size_t *len)
 {
-	const uint8_t *p = pc->c.rbuf + pc->early_off;
+	const uint8_t *p = pc->sc.c.rbuf + pc->early_off;
 
 	*len = pc->early_len;
 	pc->early_len = 0;
@@ -954,13 +986,64 @@ const uint8_t *calls_port_early(struct port_conn *pc, size_t *len)
 void calls_port_close(struct port_conn *pc, uint64_t bytes_in, uint64_t bytes_out,
 		      const char *err)
 {
-	char why[300];
-
-	agent_client_close(&pc->c);
-	json_object_set_new(pc->call, "bytes_in", json_integer((json_int_t)bytes_in));
-	json_object_set_new(pc->call, "bytes_out", json_integer((json_int_t)bytes_out));
-	if (gate_record_file(&pc->g, pc->call, pc->t0, err ? -EIO : 0, err, NULL, why, sizeof(why)))
-		log_warn("serve: sandbox %s: port: %s", pc->sandbox, why);
-	json_decref(pc->call);
+	json_object_set_new(pc->sc.call, "bytes_in", json_integer((json_int_t)bytes_in));
+	json_object_set_new(pc->sc.call, "bytes_out", json_integer((json_int_t)bytes_out));
+	side_end(&pc->sc, err ? -EIO : 0, err);
 	free(pc);
+}
+
+struct watch_conn {
+	struct side_call sc;
+	uint64_t events;
+};
+
+int calls_watch_open(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		     bool recursive, struct watch_conn **out, struct call_result *r)
+{
+	struct watch_conn *w = calloc(1, sizeof(*w));
+	const char *why = "";
+	int rc;
+
+	if (!w) {
+		result(r, 500, "internal", "out of memory");
+		return -ENOMEM;
+	}
+	rc = side_begin(&w->sc, svc, sb, caller, json_pack("{s:s, s:s, s:b}", "tool", "watch",
+							   "path", path, "recursive", recursive), r);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	rc = agent_open_watch(&w->sc.c, agent_dial_unix, sb->vsock, path, recursive,
+			      clock_now_ns() + svc->cfg.call_timeout_s * NS_PER_S, svc->stop_fd, &why);
+	if (!rc) {
+		*out = w;
+		return 0;
+	}
+	if (rc == -EAGAIN)
+		result(r, 503, "busy", "sandbox %s relays and watches as much as it takes: %s",
+		       sb->id, why);
+	else if (rc == -ENOTDIR)
+		result(r, 400, "bad_request", "%s", why);
+	else
+		agent_failed(r, rc, "cannot watch", why);
+	side_end(&w->sc, rc, r->error);
+	free(w);
+	return rc;
+}
+
+int calls_watch_next(struct watch_conn *w, int timeout_ms, int client_fd, unsigned *kind,
+		     char *name, size_t cap, char *why, size_t whylen)
+{
+	int rc = agent_watch_next(&w->sc.c, timeout_ms, client_fd, kind, name, cap, why, whylen);
+
+	w->events += rc == 1;
+	return rc;
+}
+
+void calls_watch_close(struct watch_conn *w, const char *err)
+{
+	json_object_set_new(w->sc.call, "events", json_integer((json_int_t)w->events));
+	side_end(&w->sc, err ? -EIO : 0, err);
+	free(w);
 }

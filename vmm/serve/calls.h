@@ -122,4 +122,18 @@ const uint8_t *calls_port_early(struct port_conn *pc, size_t *len);
 void calls_port_close(struct port_conn *pc, uint64_t bytes_in, uint64_t bytes_out,
 		      const char *err);
 
+/* A directory's events (E2B's WatchDir and watchers), on a guest agent
+ * connection of its own: approved and recorded like a file call (tool
+ * "watch", with the events it gave); it holds no sandbox. 0, or an HTTP
+ * status in r: 404 no such directory, 400 not a directory, 503 the agent
+ * relays and watches as much as it takes. */
+struct watch_conn;
+int calls_watch_open(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
+		     bool recursive, struct watch_conn **out, struct call_result *r);
+/* The next event: agent_watch_next's (agent_client/watch.h). */
+int calls_watch_next(struct watch_conn *w, int timeout_ms, int client_fd, unsigned *kind,
+		     char *name, size_t cap, char *why, size_t whylen);
+/* Closed and recorded; err: why it ended (NULL: its client ended it). */
+void calls_watch_close(struct watch_conn *w, const char *err);
+
 #endif

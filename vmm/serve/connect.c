@@ -246,3 +246,50 @@ int connect_timeout_ms(const char *header, uint64_t *ms)
 	*ms = v;
 	return 0;
 }
+
+bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg)
+{
+	size_t len = msg ? strlen(msg) : 0, need = q->len + CONNECT_ENVELOPE_LEN + len;
+
+	if (!msg)
+		return false;
+	if (need > q->cap) {
+		uint8_t *n = realloc(q->buf, need);
+
+		if (!n) {
+			free(msg);
+			return false;
+		}
+		q->buf = n;
+		q->cap = need;
+	}
+	connect_envelope(q->buf + q->len, flags, (uint32_t)len);
+	memcpy(q->buf + q->len + CONNECT_ENVELOPE_LEN, msg, len);
+	q->len = need;
+	free(msg);
+	return true;
+}
+
+size_t connect_queue_take(struct connect_queue *q, void *out, size_t max)
+{
+	size_t n = q->len - q->off < max ? q->len - q->off : max;
+
+	if (!n)
+		return 0;
+	memcpy(out, q->buf + q->off, n);
+	q->off += n;
+	if (q->off == q->len)
+		q->off = q->len = 0;
+	return n;
+}
+
+void connect_queue_drop(struct connect_queue *q)
+{
+	q->off = q->len = 0;
+}
+
+void connect_queue_free(struct connect_queue *q)
+{
+	free(q->buf);
+	*q = (struct connect_queue){ 0 };
+}

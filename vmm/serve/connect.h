@@ -71,6 +71,21 @@ int connect_unwrap(const uint8_t *body, size_t len, const uint8_t **msg, size_t 
 /* The 5-byte header before a message of len bytes. */
 void connect_envelope(uint8_t out[CONNECT_ENVELOPE_LEN], uint8_t flags, uint32_t len);
 
+/* A stream's envelopes not yet read by its client (zeroed: empty). */
+struct connect_queue {
+	uint8_t *buf;
+	size_t len, off, cap;
+};
+/* msg (malloc'd text, taken; NULL: out of memory) as one more envelope.
+ * false when it could not be queued. */
+bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg);
+/* Up to max queued bytes into out: how many (0: the queue is empty, and
+ * reset for more). */
+size_t connect_queue_take(struct connect_queue *q, void *out, size_t max);
+/* Empty it, keeping its buffer; connect_queue_free releases that. */
+void connect_queue_drop(struct connect_queue *q);
+void connect_queue_free(struct connect_queue *q);
+
 /* A JSON string of the text at s (up to its NUL or max bytes, whichever
  * comes first), valid UTF-8 whatever s holds: each byte that is not part
  * of a valid sequence becomes U+FFFD (as Go's encoding/json does), and the

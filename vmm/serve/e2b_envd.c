@@ -3,6 +3,7 @@
 #include "serve/calls.h"
 #include "serve/connect.h"
 #include "serve/e2b_msg.h"
+#include "serve/e2b_reply.h"
 #include "serve/e2b_rpc.h"
 #include "serve/http_reply.h"
 #include "lib/log.h"
@@ -33,6 +34,8 @@ struct envd_call {
 	char path[API_MAX_PATH + 1];   /* its guest path */
 	char query_path[API_MAX_PATH + 1];   /* ?path=, "" none */
 	unsigned nfiles;
+	char part_name[API_MAX_PATH + 1];    /* the multipart part in progress */
+	uint64_t part_next;            /* its offset the next piece has */
 	json_t *written;               /* [{name, type, path}] */
 	struct call_result res;        /* the first failure (status 0: none) */
 	/* An RPC: its method and body. */
@@ -206,12 +209,17 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *k
 	(void)transfer_encoding;
 	if (strcmp(key, "file"))
 		return MHD_YES;
-	if (off == 0) {
+	/* libmicrohttpd may hand a part's start over twice (no bytes, then
+	 * some): a part goes on where its last piece ended. */
+	if (off == 0 && !(c->nfiles && off == c->part_next &&
+			  !strcmp(c->part_name, filename ? filename : ""))) {
+		snprintf(c->part_name, sizeof(c->part_name), "%s", filename ? filename : "");
 		if (c->query_path[0] && c->nfiles)
 			fail(c, 400, "?path= names one file: several were sent");
 		else
 			upload_open(c, c->query_path[0] ? c->query_path : filename);
 	}
+	c->part_next = off + size;
 	upload_data(c, data, size);
 	return MHD_YES;
 }

@@ -3,6 +3,7 @@
 #include "serve/e2b_envd.h"
 #include "serve/e2b_msg.h"
 #include "serve/e2b_proc.h"
+#include "serve/e2b_watch.h"
 #include "serve/e2b_port.h"
 #include "serve/port_msg.h"
 #include "serve/http_reply.h"
@@ -696,13 +697,23 @@ int e2b_start(struct e2b_server *e)
 	if (traffic_key(e))
 		return -EIO;
 	e->keeper = e2b_keeper_start();
-	if (!e->keeper)
+	e->watchers = e2b_watchers_new();
+	if (!e->keeper || !e->watchers) {
+		e2b_keeper_stop(e->keeper);
+		e2b_watchers_free(e->watchers);
+		e->keeper = NULL;
+		e->watchers = NULL;
 		return -ENOMEM;
+	}
 	e->ws_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->ws_stop_fd < 0) {
+		int rc = -errno;
+
 		e2b_keeper_stop(e->keeper);
+		e2b_watchers_free(e->watchers);
 		e->keeper = NULL;
-		return -errno;
+		e->watchers = NULL;
+		return rc;
 	}
 	thread_crew_init(&e->ws);
 	e->daemon = http_daemon_start(e->tls ? -1 : e->listen_fd, &e->guard, e->head_timeout_ms,
@@ -723,7 +734,9 @@ int e2b_start(struct e2b_server *e)
 		close(e->ws_stop_fd);
 		e->ws_stop_fd = -1;
 		e2b_keeper_stop(e->keeper);
+		e2b_watchers_free(e->watchers);
 		e->keeper = NULL;
+		e->watchers = NULL;
 		return -EIO;
 	}
 	return 0;
@@ -750,7 +763,9 @@ void e2b_stop(struct e2b_server *e)
 	http_daemon_stop(&e->daemon, &e->guard, &e->listen_fd);
 	/* After MHD: the streams it ended went to the keeper, which ends them. */
 	e2b_keeper_stop(e->keeper);
+	e2b_watchers_free(e->watchers);
 	e->keeper = NULL;
+	e->watchers = NULL;
 	if (started) {
 		close(e->ws_stop_fd);
 		thread_crew_destroy(&e->ws);

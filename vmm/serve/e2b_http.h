@@ -20,6 +20,7 @@
 #define E2B_ENVD_PORT    49983      /* envd's port: PORT-ID.DOMAIN with it is envd's */
 
 struct e2b_keeper;
+struct e2b_watchers;
 
 struct e2b_server {
 	struct MHD_Daemon *daemon;
@@ -37,6 +38,7 @@ struct e2b_server {
 	struct http_guard guard;
 	struct tls_front *tls;         /* --e2b-cert/--e2b-key: TLS on listen_fd; NULL: plain */
 	struct e2b_keeper *keeper;     /* commands whose client went (e2b_proc.c) */
+	struct e2b_watchers *watchers; /* CreateWatcher's (e2b_watch.c) */
 };
 
 /* Serve on e->listen_fd (taken over; http_listen_tcp's), a thread per

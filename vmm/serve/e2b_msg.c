@@ -498,8 +498,20 @@ int e2b_parse_watch_dir(const uint8_t *json, size_t len, char *path, size_t cap,
 	if (r && !json_is_boolean(r))
 		rc = errmsg_invalid(err, errlen, "\"recursive\" must be true or false");
 	*recursive = json_is_true(r);
+	if (!rc && json_is_true(get(root, "includeEntry")))
+		rc = errmsg_invalid(err, errlen, "\"includeEntry\" is not supported: mayfly's "
+				    "watch events carry no entry");
 	json_decref(root);
 	return rc;
+}
+
+int e2b_parse_watcher_id(const uint8_t *json, size_t len, char *id, size_t cap, char *err,
+			 size_t errlen)
+{
+	json_t *root = with_text(json, len, "watcherId", id, cap, err, errlen);
+
+	json_decref(root);
+	return root ? 0 : -EINVAL;
 }
 
 /* {"event":{kind:body}} as compact text; body is dropped. */
@@ -560,6 +572,44 @@ char *e2b_event_end(int exit_code, bool exited, const char *status, const char *
 char *e2b_event_keepalive(void)
 {
 	return event("keepalive", json_object());
+}
+
+json_t *e2b_fs_event(unsigned kind, const char *name)
+{
+	static const char *const types[] = {
+		[1] = "EVENT_TYPE_CREATE", [2] = "EVENT_TYPE_WRITE", [3] = "EVENT_TYPE_REMOVE",
+		[4] = "EVENT_TYPE_RENAME", [5] = "EVENT_TYPE_CHMOD",
+	};
+
+	if (!kind || kind >= sizeof(types) / sizeof(types[0]) || !name)
+		return NULL;
+	return json_pack("{s:o, s:s}", "name", connect_json_text(name, E2B_MAX_NAME), "type",
+			 types[kind]);
+}
+
+/* WatchDirResponse's oneof, at its top: {kind: body} as compact text. */
+static char *watch_response(const char *kind, json_t *body)
+{
+	json_t *r = body ? json_pack("{s:o}", kind, body) : NULL;
+	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+
+	json_decref(r);
+	return s;
+}
+
+char *e2b_watch_start(void)
+{
+	return watch_response("start", json_object());
+}
+
+char *e2b_watch_event(unsigned kind, const char *name)
+{
+	return watch_response("filesystem", e2b_fs_event(kind, name));
+}
+
+char *e2b_watch_keepalive(void)
+{
+	return watch_response("keepalive", json_object());
 }
 
 /* RFC 3339 in UTC, as protobuf's Timestamp: years 1 to 9999 only. 20

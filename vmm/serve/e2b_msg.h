@@ -14,6 +14,7 @@
 #define E2B_MAX_PTY      1000          /* pty columns and rows, each */
 #define E2B_MAX_DEPTH    16            /* ListDir's depth */
 #define E2B_MAX_TEXT     1024          /* an end event's status and error */
+#define E2B_MAX_NAME     4096          /* a watch event's name */
 
 /*
  * Parsing, common to every e2b_parse_*: json[0..len) is one message as
@@ -87,9 +88,13 @@ int e2b_parse_list_dir(const uint8_t *json, size_t len, char *path, size_t cap,
 /* MoveRequest: "source" and "destination", each into a buffer of cap. */
 int e2b_parse_move(const uint8_t *json, size_t len, char *src, char *dst, size_t cap, char *err,
 		   size_t errlen);
-/* WatchDirRequest: "path" and "recursive" (absent: false). */
+/* WatchDirRequest and CreateWatcherRequest: "path" and "recursive"
+ * (absent: false); "includeEntry" true is refused (envd 0.5.7 has none). */
 int e2b_parse_watch_dir(const uint8_t *json, size_t len, char *path, size_t cap,
 			bool *recursive, char *err, size_t errlen);
+/* GetWatcherEventsRequest, RemoveWatcherRequest: "watcherId" (required). */
+int e2b_parse_watcher_id(const uint8_t *json, size_t len, char *id, size_t cap, char *err,
+			 size_t errlen);
 
 /* Rendering: each returns malloc'd compact JSON, valid UTF-8 whatever
  * bytes the strings hold (connect_json_text), or NULL when out of memory
@@ -107,6 +112,14 @@ char *e2b_event_data(const char *stream, const uint8_t *data, size_t len);
 char *e2b_event_end(int exit_code, bool exited, const char *status, const char *error);
 /* {"event":{"keepalive":{}}} */
 char *e2b_event_keepalive(void);
+/* WatchDirResponse (its oneof at the top): {"start":{}} first, then
+ * {"filesystem":FilesystemEvent} or {"keepalive":{}}. A FilesystemEvent
+ * is {"name":"a/b","type":"EVENT_TYPE_CREATE"}: kind 1..5 as enum
+ * proto_watch_kind (E2B's numbers), the name at most E2B_MAX_NAME bytes. */
+char *e2b_watch_start(void);
+char *e2b_watch_event(unsigned kind, const char *name);
+char *e2b_watch_keepalive(void);
+json_t *e2b_fs_event(unsigned kind, const char *name);
 
 /* Where a relative path is: E2B resolves it in its user's home. */
 #define E2B_HOME "/root"

@@ -2,6 +2,7 @@
 #include "serve/e2b_proc.h"
 #include "serve/calls.h"
 #include "serve/e2b_msg.h"
+#include "serve/e2b_reply.h"
 #include "serve/http_reply.h"
 #include "lib/base64.h"
 #include "lib/log.h"
@@ -22,49 +23,6 @@
 #define KEEP_MAX       256           /* commands kept without a client, all sandboxes */
 #define CONNECT_WAIT_MS 2000         /* a Connect waits this long for a stream's client to go */
 
-enum MHD_Result e2b_stream_error(struct MHD_Connection *conn, enum connect_code code,
-				 const char *msg)
-{
-	char *text = connect_end_stream_json(code, msg);
-	struct MHD_Response *resp;
-	uint8_t *body;
-	size_t len;
-
-	if (!text)
-		return MHD_NO;
-	len = strlen(text);
-	body = malloc(CONNECT_ENVELOPE_LEN + len);
-	if (!body) {
-		free(text);
-		return MHD_NO;
-	}
-	connect_envelope(body, CONNECT_FLAG_END_STREAM, (uint32_t)len);
-	memcpy(body + CONNECT_ENVELOPE_LEN, text, len);
-	free(text);
-	resp = MHD_create_response_from_buffer(CONNECT_ENVELOPE_LEN + len, body,
-					       MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/connect+json");
-	return http_send(conn, 200, resp);
-}
-
-enum connect_code e2b_code_of_status(int status)
-{
-	switch (status) {
-	case 400: return CONNECT_INVALID_ARGUMENT;
-	case 403: return CONNECT_PERMISSION_DENIED;
-	case 404: return CONNECT_NOT_FOUND;
-	case 409: return CONNECT_FAILED_PRECONDITION;
-	case 413: case 507: return CONNECT_RESOURCE_EXHAUSTED;
-	case 503: return CONNECT_UNAVAILABLE;
-	case 504: return CONNECT_DEADLINE_EXCEEDED;
-	}
-	return CONNECT_INTERNAL;
-}
-
 /* ---- process.Process/Start: the exec's events as ProcessEvents ---- */
 
 struct start_stream {
@@ -74,8 +32,7 @@ struct start_stream {
 	uint32_t pid;                  /* the guest's, once started */
 	char *line;                    /* the exec's JSON line in progress */
 	size_t nline, capline;
-	uint8_t *out;                  /* envelopes not yet read by the client */
-	size_t nout, offout, capout;
+	struct connect_queue q;        /* envelopes not yet read by the client */
 	bool ended;                    /* the end-stream envelope is queued */
 	bool pty;                      /* its output is a pty's: DataEvent's "pty" */
 	bool saw_exit;
@@ -84,25 +41,7 @@ struct start_stream {
 
 static bool queue(struct start_stream *st, uint8_t flags, char *msg)
 {
-	size_t len = msg ? strlen(msg) : 0, need = st->nout + CONNECT_ENVELOPE_LEN + len;
-
-	if (!msg)
-		return false;
-	if (need > st->capout) {
-		uint8_t *n = realloc(st->out, need);
-
-		if (!n) {
-			free(msg);
-			return false;
-		}
-		st->out = n;
-		st->capout = need;
-	}
-	connect_envelope(st->out + st->nout, flags, (uint32_t)len);
-	memcpy(st->out + st->nout + CONNECT_ENVELOPE_LEN, msg, len);
-	st->nout = need;
-	free(msg);
-	return true;
+	return connect_queue_push(&st->q, flags, msg);
 }
 
 static void end_stream(struct start_stream *st, enum connect_code code, const char *msg)
@@ -229,12 +168,11 @@ static ssize_t start_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n;
 
 	(void)pos;
-	while (st->offout == st->nout) {
+	while (!(n = connect_queue_take(&st->q, buf, max))) {
 		ssize_t got;
 
 		if (st->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		st->nout = st->offout = 0;
 		got = pump(st);
 		if (got < 0)
 			return MHD_CONTENT_READER_END_WITH_ERROR;   /* nobody to tell */
@@ -244,9 +182,6 @@ static ssize_t start_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			end_stream(st, st->error[0] ? CONNECT_INTERNAL : CONNECT_UNAVAILABLE,
 				   st->error[0] ? st->error : "the command's stream ended without its exit");
 	}
-	n = st->nout - st->offout < max ? st->nout - st->offout : max;
-	memcpy(buf, st->out + st->offout, n);
-	st->offout += n;
 	return (ssize_t)n;
 }
 
@@ -254,7 +189,7 @@ static void stream_free(struct start_stream *st)
 {
 	calls_exec_end(st->s);
 	free(st->line);
-	free(st->out);
+	connect_queue_free(&st->q);
 	free(st);
 }
 
@@ -286,7 +221,7 @@ static bool keep(struct e2b_keeper *k, struct start_stream *st)
 	pthread_mutex_lock(&k->lock);
 	if (!k->stopping && k->n < KEEP_MAX) {
 		calls_exec_watch(st->s, -1);
-		st->nout = st->offout = 0;
+		connect_queue_drop(&st->q);
 		k->kept[k->n++] = st;
 		kept = true;
 	} else {
@@ -338,7 +273,7 @@ static int drain_locked(struct e2b_keeper *k, struct start_stream **polled,
 			k->kept[at] = k->kept[--k->n];
 			done[ndone++] = st;
 		}
-		st->nout = st->offout = 0;   /* nobody reads it: dropped, as envd does */
+		connect_queue_drop(&st->q);   /* nobody reads it: dropped, as envd does */
 	}
 	return ndone;
 }
@@ -568,7 +503,7 @@ enum MHD_Result e2b_proc_connect(struct e2b_server *e, struct MHD_Connection *co
 	}
 	service_put(e->svc, sb);   /* the command holds its sandbox */
 	/* As envd's Connect: the start event, then what comes from now on. */
-	st->nout = st->offout = 0;
+	connect_queue_drop(&st->q);
 	queue(st, 0, e2b_event_start(st->pid));
 	return stream_to(conn, st);
 }

@@ -24,11 +24,4 @@ enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn
 enum MHD_Result e2b_proc_connect(struct e2b_server *e, struct MHD_Connection *conn, const char *id,
 				 const uint8_t *body, size_t len);
 
-/* A stream's error: Connect's streams answer 200 and end with it (the
- * SDK reads a stream's body only then). */
-enum MHD_Result e2b_stream_error(struct MHD_Connection *conn, enum connect_code code,
-				 const char *msg);
-/* An HTTP status of a failed service call as Connect's code. */
-enum connect_code e2b_code_of_status(int status);
-
 #endif

@@ -2,7 +2,9 @@
 #include "serve/e2b_rpc.h"
 #include "serve/calls.h"
 #include "serve/e2b_msg.h"
+#include "serve/e2b_reply.h"
 #include "serve/e2b_proc.h"
+#include "serve/e2b_watch.h"
 #include "serve/http_reply.h"
 #include "lib/log.h"
 
@@ -13,22 +15,6 @@
 #include <string.h>
 
 #define MAX_LISTED     10000         /* ListDir's entries, all depths */
-
-enum MHD_Result e2b_rpc_error(struct MHD_Connection *conn, enum connect_code code, const char *msg)
-{
-	char *text = connect_error_json(code, msg);
-	struct MHD_Response *resp;
-
-	if (!text)
-		return MHD_NO;
-	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	return http_send(conn, (unsigned)connect_code_status(code), resp);
-}
 
 /* A failed service call (an HTTP status and message) as Connect's code. */
 static enum MHD_Result call_error(struct MHD_Connection *conn, const struct call_result *r)
@@ -233,7 +219,8 @@ static enum MHD_Result filesystem(struct e2b_server *e, struct MHD_Connection *c
 enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const char *method,
 			const char *id, const char *caller, const uint8_t *body, size_t len)
 {
-	static const char *const fs[] = { "Stat", "ListDir", "MakeDir", "Remove", "Move" };
+	static const char *const fs[] = { "Stat", "ListDir", "MakeDir", "Remove", "Move",
+					  "CreateWatcher", "GetWatcherEvents", "RemoveWatcher" };
 	static const char *const proc[] = { "List", "SendSignal", "SendInput", "CloseStdin",
 					    "Update" };
 	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -252,6 +239,12 @@ enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const
 		return name[0] == 'S' ? e2b_proc_start(e, conn, id, caller, body, len) :
 		       e2b_proc_connect(e, conn, id, body, len);
 	}
+	if (!strcmp(method, "filesystem.Filesystem/WatchDir")) {
+		if (!connect_is_stream_type(ct))
+			return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, "WatchDir is a stream: "
+						"application/connect+json");
+		return e2b_watch_dir(e, conn, id, caller, body, len);
+	}
 	for (size_t i = 0; is_fs && i < sizeof(fs) / sizeof(fs[0]); i++)
 		known |= !strcmp(name, fs[i]);
 	for (size_t i = 0; !is_fs && i < sizeof(proc) / sizeof(proc[0]); i++)
@@ -259,13 +252,15 @@ enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const
 	if (!known) {
 		snprintf(err, sizeof(err), "%s is not supported by mayfly's envd yet (docs/e2b.md)",
 			 method);
-		/* A stream's (WatchDir) as a stream's, a unary one's as such. */
+		/* A stream's as a stream's, a unary one's as such. */
 		return connect_is_stream_type(ct) ? e2b_stream_error(conn, CONNECT_UNIMPLEMENTED, err) :
 		       e2b_rpc_error(conn, CONNECT_UNIMPLEMENTED, err);
 	}
 	if (!connect_is_unary_type(ct))
 		return e2b_rpc_error(conn, CONNECT_INVALID_ARGUMENT,
 				     "a unary call's body is application/json");
+	if (strstr(name, "Watcher"))
+		return e2b_watcher_call(e, conn, name, id, caller, body, len);
 	st = service_get(e->svc, id, &sb, err, sizeof(err));
 	if (st)
 		return e2b_rpc_error(conn, st == 404 ? CONNECT_NOT_FOUND : CONNECT_UNAVAILABLE, err);

@@ -13,7 +13,5 @@
  * caller with body[0..len) (a unary call's JSON; a stream's one envelope). */
 enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const char *method,
 			const char *id, const char *caller, const uint8_t *body, size_t len);
-/* A unary error: Connect's status and {"code","message"}. */
-enum MHD_Result e2b_rpc_error(struct MHD_Connection *conn, enum connect_code code, const char *msg);
 
 #endif

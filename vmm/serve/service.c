@@ -716,6 +716,7 @@ int service_set_timeout(struct service *svc, const char *id, unsigned timeout_s,
 			st = 400;
 		} else {
 			sb->rec.ttl_s = (unsigned)ttl;
+			sb->ending = false;   /* a new ttl: its commands are told again at its end */
 			/* Under the lock: no pause or resume (each rewrites the
 			 * record) begins meanwhile. */
 			service_record(sb, sb->state == SB_PAUSED ? "paused" : "running");

@@ -1,6 +1,7 @@
 // sdk-tests.mjs - the official E2B JS SDK (`e2b` from the npm registry, unmodified)
 // driving `mayfly serve --e2b` through its public API only: sandboxes, commands,
-// pty, files, pause and resume, listing, published ports and refusals. Prints TAP:
+// pty, files, directory watches, pause and resume, listing, published ports and
+// refusals. Prints TAP:
 // one point per case, "ok N - what" or "not ok N - what # why", then the plan
 // "1..N". Every case has a time budget, so the script never hangs; it kills
 // every sandbox it created and never prints a key or token.
@@ -137,7 +138,7 @@ const cases = [
   ["reattach", 90, "a command outlives its client's stream; commands.connect reattaches to it", async () => {
     const sbx = await box();
     let first = "";
-    const h = await sbx.commands.run("echo before; while [ ! -e /tmp/reattach-go ]; do sleep 0.1; done; " +
+    const h = await sbx.commands.run("rm -f /tmp/reattach-go; echo before; while [ ! -e /tmp/reattach-go ]; do sleep 0.1; done; " +
       "echo after; exit 5", { background: true, timeoutMs: 0, onStdout: (d) => (first += d) });
     for (let i = 0; i < 100 && first !== "before\n"; i++) await sleep(100);
     expect(first === "before\n", "the first client saw 'before'", first);
@@ -197,6 +198,30 @@ const cases = [
     await files.remove("/tmp/dir/b.txt");
     expect(await files.exists("/tmp/dir/b.txt") === false, "exists after remove is false", true);
     const e = await rejection(files.read("/tmp/dir/missing"), "read of a missing file");
+    expect(e instanceof FileNotFoundError, "FileNotFoundError", e);
+  }],
+
+  ["watch", 60, "files.watchDir reports creates, writes, renames and removes, recursively, until stop()", async () => {
+    const sbx = await box();
+    const dir = `/tmp/watched-${Date.now()}`;
+    await sbx.files.makeDir(dir);
+    const events = [];
+    const saw = async (e) => { for (let i = 0; i < 100 && !events.includes(e); i++) await sleep(100); return events.includes(e); };
+    const h = await sbx.files.watchDir(dir, (e) => events.push(`${e.type} ${e.name}`), { recursive: true });
+    await sbx.files.write(`${dir}/a.txt`, "one");
+    await sbx.files.makeDir(`${dir}/sub`);
+    expect(await saw("create sub"), "an event 'create sub'", events);
+    await sbx.commands.run(`echo two > ${dir}/sub/b.txt && mv ${dir}/a.txt ${dir}/c.txt && rm ${dir}/sub/b.txt`);
+    expect(await saw("remove sub/b.txt"), "an event 'remove sub/b.txt'", events);
+    await h.stop();
+    for (const want of ["create a.txt", "create sub/b.txt", "write sub/b.txt", "rename a.txt", "create c.txt"])
+      expect(events.includes(want), `an event '${want}'`, events);
+    expect(!events.some((e) => e.includes(".mayfly-")), "no event of mayfly's own temporary files", events);
+    const n = events.length;
+    await sbx.files.write(`${dir}/after-stop.txt`, "x");
+    await sleep(500);
+    expect(events.length === n, "no event after stop()", events.slice(n));
+    const e = await rejection(sbx.files.watchDir(`${dir}/none`, () => {}), "watchDir of a missing directory");
     expect(e instanceof FileNotFoundError, "FileNotFoundError", e);
   }],
 
