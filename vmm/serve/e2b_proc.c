@@ -202,6 +202,7 @@ struct e2b_keeper {
 	bool stopping;
 	struct start_stream *kept[KEEP_MAX];
 	int n;
+	struct log_limit full_log;     /* "too many kept" */
 };
 
 static void wake(struct e2b_keeper *k)
@@ -230,9 +231,10 @@ static bool keep(struct e2b_keeper *k, struct start_stream *st)
 	pthread_mutex_unlock(&k->lock);
 	if (kept)
 		wake(k);
-	if (full)
-		log_warn("e2b: %d commands run without a client already: process %u of sandbox %s "
-			 "ends with its stream", KEEP_MAX, st->pid, st->sb->id);
+	if (full)   /* a client can repeat this at will: limited */
+		log_limited(&k->full_log, LOG_WARN, "e2b: %d commands run without a client "
+			    "already: process %u of sandbox %s ends with its stream", KEEP_MAX,
+			    st->pid, st->sb->id);
 	return kept;
 }
 
