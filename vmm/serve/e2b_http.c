@@ -692,6 +692,15 @@ static int traffic_key(struct e2b_server *e)
 	return rc;
 }
 
+/* The commands kept without a client and the watchers: ended, freed. */
+static void drop_streams(struct e2b_server *e)
+{
+	e2b_keeper_stop(e->keeper);
+	e2b_watchers_free(e->watchers);
+	e->keeper = NULL;
+	e->watchers = NULL;
+}
+
 int e2b_start(struct e2b_server *e)
 {
 	if (traffic_key(e))
@@ -699,20 +708,14 @@ int e2b_start(struct e2b_server *e)
 	e->keeper = e2b_keeper_start();
 	e->watchers = e2b_watchers_new();
 	if (!e->keeper || !e->watchers) {
-		e2b_keeper_stop(e->keeper);
-		e2b_watchers_free(e->watchers);
-		e->keeper = NULL;
-		e->watchers = NULL;
+		drop_streams(e);
 		return -ENOMEM;
 	}
 	e->ws_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->ws_stop_fd < 0) {
 		int rc = -errno;
 
-		e2b_keeper_stop(e->keeper);
-		e2b_watchers_free(e->watchers);
-		e->keeper = NULL;
-		e->watchers = NULL;
+		drop_streams(e);
 		return rc;
 	}
 	thread_crew_init(&e->ws);
@@ -733,10 +736,7 @@ int e2b_start(struct e2b_server *e)
 	if (!e->daemon) {
 		close(e->ws_stop_fd);
 		e->ws_stop_fd = -1;
-		e2b_keeper_stop(e->keeper);
-		e2b_watchers_free(e->watchers);
-		e->keeper = NULL;
-		e->watchers = NULL;
+		drop_streams(e);
 		return -EIO;
 	}
 	return 0;
@@ -762,10 +762,7 @@ void e2b_stop(struct e2b_server *e)
 	}
 	http_daemon_stop(&e->daemon, &e->guard, &e->listen_fd);
 	/* After MHD: the streams it ended went to the keeper, which ends them. */
-	e2b_keeper_stop(e->keeper);
-	e2b_watchers_free(e->watchers);
-	e->keeper = NULL;
-	e->watchers = NULL;
+	drop_streams(e);
 	if (started) {
 		close(e->ws_stop_fd);
 		thread_crew_destroy(&e->ws);

@@ -3,7 +3,6 @@
 #include "serve/calls.h"
 #include "serve/e2b_msg.h"
 #include "serve/e2b_reply.h"
-#include "serve/e2b_proc.h"
 #include "serve/http_reply.h"
 #include "lib/clock.h"
 #include "lib/log.h"
