@@ -234,6 +234,9 @@ int mkdir_request(struct conn *c, const struct proto_frame *f);
 int remove_request(struct conn *c, const struct proto_frame *f);
 int rename_request(struct conn *c, const struct proto_frame *f);
 
+/* sysinfo.c: SYSINFO, the guest's figures for getMetrics. */
+int sysinfo_request(struct conn *c, const struct proto_frame *f);
+
 /* freshen.c: QUIESCE (sync, then every connection closes) and FRESHEN
  * (the host's wall clock and seed, after a restore). */
 int quiesce_request(struct conn *c, const struct proto_frame *f);

@@ -235,7 +235,7 @@ static int req_shutdown(struct conn *c, const struct proto_frame *f)
 typedef int (*req_fn)(struct conn *c, const struct proto_frame *f);
 
 /* Host -> agent requests; every other type gets ERROR ENOSYS. */
-static const req_fn handlers[PROTO_WATCH + 1] = {
+static const req_fn handlers[PROTO_SYSINFO + 1] = {
 	[PROTO_HELLO] = req_hello,
 	[PROTO_PING] = req_ping,
 	[PROTO_EXEC] = exec_request,
@@ -257,6 +257,7 @@ static const req_fn handlers[PROTO_WATCH + 1] = {
 	[PROTO_RENAME] = rename_request,
 	[PROTO_PORT] = port_request,
 	[PROTO_WATCH] = watch_request,
+	[PROTO_SYSINFO] = sysinfo_request,
 };
 
 /* A frame the connection cannot go on from: say why (best effort), then close. */

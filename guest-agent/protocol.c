@@ -422,6 +422,40 @@ int proto_stat_decode(const struct proto_frame *f, struct proto_stat *st)
 	return 0;
 }
 
+int proto_sysinfo_encode(struct proto_writer *w, uint32_t id, const struct proto_sysinfo *s)
+{
+	proto_begin(w, w->buf, w->cap, PROTO_SYSINFO_RESULT, id);
+	proto_put_u32(w, s->cpus);
+	proto_put_u64(w, s->cpu_busy);
+	proto_put_u64(w, s->cpu_total);
+	proto_put_u64(w, s->mem_total);
+	proto_put_u64(w, s->mem_available);
+	proto_put_u64(w, s->mem_cached);
+	proto_put_u64(w, s->disk_total);
+	proto_put_u64(w, s->disk_free);
+	return proto_end(w);
+}
+
+int proto_sysinfo_decode(const struct proto_frame *f, struct proto_sysinfo *s)
+{
+	struct proto_reader r;
+
+	if (f->type != PROTO_SYSINFO_RESULT)
+		return -EPROTO;
+	proto_reader_init(&r, f);
+	if (!proto_get_u32(&r, &s->cpus) || !proto_get_u64(&r, &s->cpu_busy) ||
+	    !proto_get_u64(&r, &s->cpu_total) || !proto_get_u64(&r, &s->mem_total) ||
+	    !proto_get_u64(&r, &s->mem_available) || !proto_get_u64(&r, &s->mem_cached) ||
+	    !proto_get_u64(&r, &s->disk_total) || !proto_get_u64(&r, &s->disk_free) ||
+	    !proto_done(&r))
+		return -EPROTO;
+	if (s->cpus < 1 || s->cpus > PROTO_MAX_CPUS || s->cpu_busy > s->cpu_total ||
+	    s->mem_available > s->mem_total || s->mem_cached > s->mem_total ||
+	    s->disk_free > s->disk_total)
+		return -EPROTO;
+	return 0;
+}
+
 const char *proto_type_name(uint8_t type)
 {
 	static const char *const names[] = {
@@ -433,12 +467,12 @@ const char *proto_type_name(uint8_t type)
 		[PROTO_REMOVE] = "REMOVE", [PROTO_SHUTDOWN] = "SHUTDOWN",
 		[PROTO_QUIESCE] = "QUIESCE", [PROTO_FRESHEN] = "FRESHEN",
 		[PROTO_NET] = "NET", [PROTO_RENAME] = "RENAME",
-		[PROTO_PORT] = "PORT", [PROTO_WATCH] = "WATCH",
+		[PROTO_PORT] = "PORT", [PROTO_WATCH] = "WATCH", [PROTO_SYSINFO] = "SYSINFO",
 		[PROTO_HELLO_OK] = "HELLO_OK", [PROTO_PONG] = "PONG", [PROTO_OK] = "OK",
 		[PROTO_ERROR] = "ERROR", [PROTO_EXEC_STARTED] = "EXEC_STARTED",
 		[PROTO_STDOUT] = "STDOUT", [PROTO_STDERR] = "STDERR", [PROTO_EXIT] = "EXIT",
 		[PROTO_STAT_RESULT] = "STAT_RESULT", [PROTO_LIST_ENTRIES] = "LIST_ENTRIES",
-		[PROTO_WATCH_EVENT] = "WATCH_EVENT",
+		[PROTO_WATCH_EVENT] = "WATCH_EVENT", [PROTO_SYSINFO_RESULT] = "SYSINFO_RESULT",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

@@ -64,6 +64,8 @@ enum proto_type {
 				 * until the host closes the connection, or ERROR (the
 				 * watch's end: the directory gone, events lost) and the
 				 * agent closes it; the host sends nothing after WATCH */
+	PROTO_SYSINFO = 22,     /* {str path} -> SYSINFO_RESULT or ERROR: the guest's CPUs,
+				 * CPU time, memory, and the file system holding path */
 
 	/* agent -> host: replies and events */
 	PROTO_HELLO_OK = 64,    /* {u32 version, str agent_version} */
@@ -77,6 +79,7 @@ enum proto_type {
 	PROTO_STAT_RESULT = 72, /* struct proto_stat */
 	PROTO_LIST_ENTRIES = 73,/* {u32 more, u32 count, count x (str name, u32 type, u32 mode, u64 size)} */
 	PROTO_WATCH_EVENT = 74, /* {u32 kind, str name}: name relative to the watched directory */
+	PROTO_SYSINFO_RESULT = 75, /* struct proto_sysinfo */
 };
 
 /* PROTO_EXEC flags */
@@ -237,6 +240,25 @@ struct proto_stat {
  * trailing bytes). */
 int proto_stat_encode(struct proto_writer *w, uint32_t id, const struct proto_stat *st);
 int proto_stat_decode(const struct proto_frame *f, struct proto_stat *st);
+
+/* PROTO_SYSINFO_RESULT: the guest's own figures, as envd reports them. */
+#define PROTO_MAX_CPUS 4096
+struct proto_sysinfo {
+	uint32_t cpus;               /* online, 1..PROTO_MAX_CPUS */
+	uint64_t cpu_busy, cpu_total;   /* /proc/stat's cpu line since boot, in ticks:
+				      * all of it, and all but idle and iowait */
+	uint64_t mem_total, mem_available, mem_cached;   /* bytes: /proc/meminfo's
+				      * MemTotal, MemAvailable, Cached */
+	uint64_t disk_total, disk_free;   /* bytes: statvfs's f_blocks and f_bavail in
+				      * f_frsize units */
+};
+/* {u32 cpus, u64 cpu_busy, u64 cpu_total, u64 mem_total, u64 mem_available,
+ * u64 mem_cached, u64 disk_total, u64 disk_free}. encode: the frame's
+ * total length or -EMSGSIZE; decode: 0, or -EPROTO (not a SYSINFO_RESULT,
+ * short, trailing bytes, or figures that cannot be: cpus outside
+ * 1..PROTO_MAX_CPUS, a part larger than its whole). */
+int proto_sysinfo_encode(struct proto_writer *w, uint32_t id, const struct proto_sysinfo *s);
+int proto_sysinfo_decode(const struct proto_frame *f, struct proto_sysinfo *s);
 
 /* A human name for a frame type, for logs ("EXEC", "unknown"). */
 const char *proto_type_name(uint8_t type);

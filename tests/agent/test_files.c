@@ -114,6 +114,23 @@ static struct proto_stat stat_path(uint32_t id, const char *path)
 	return st;
 }
 
+Test(files, sysinfo_reports_the_machines_figures_and_refuses_a_missing_path)
+{
+	struct proto_sysinfo si;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	send_path(PROTO_SYSINFO, 5, "/");
+	client_expect(&c, PROTO_SYSINFO_RESULT, 5);
+	cr_assert_eq(proto_sysinfo_decode(&c.f, &si), 0);
+	cr_assert_eq((long)si.cpus, cpus);
+	cr_assert_gt(si.cpu_total, 0);
+	cr_assert_gt(si.mem_total, 16u << 20, "MemTotal in bytes");
+	cr_assert_gt(si.mem_available, 0);
+	cr_assert_gt(si.disk_total, 0);
+	send_path(PROTO_SYSINFO, 6, "/no/such/dir");
+	client_expect(&c, PROTO_ERROR, 6);
+}
+
 Test(files, binary_write_then_read_back)
 {
 	size_t len = (1 << 20) + 12345, got_len;

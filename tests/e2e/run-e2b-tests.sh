@@ -60,8 +60,14 @@ serve_start() {
 		sleep 0.5
 		i=$((i + 1))
 	done
-	grep -q "E2B's API on $addr" "$work/serve.err" ||
-		bail "mayfly serve --e2b did not start: $(tail -n 5 "$work/serve.err")"
+	grep -q "E2B's API on $addr" "$work/serve.err" && return 0
+	# Gone without a word (a SIGKILL, say): its status says how.
+	how="still running"
+	if ! kill -0 "$spid" 2>/dev/null; then
+		wait "$spid"
+		how="exit status $?"
+	fi
+	bail "mayfly serve --e2b did not start ($how; $(free -m | awk '/^Mem:/ {print $7}') MiB available): $(tail -n 5 "$work/serve.err")"
 }
 # sdk URL PREFIX [CASES]: the SDK script against URL (both of its URLs), its
 # own TAP, each point as one of ours (PREFIX before each); CASES: a comma
@@ -132,7 +138,10 @@ st=$(rest GET "/sandboxes/$id")
 has "\"sandboxID\":\"$id\"" '"state":"running"' "\"trafficAccessToken\":\"$traffic\"" '"cpuCount":' '"memoryMB":'
 st=$(rest POST "/sandboxes/$id/timeout" '{"timeout":90}')
 [ "$st" = 204 ] || fail "timeout: $st"
-tap "curl: list by metadata, get and set timeout answer E2B's shapes"
+st=$(rest GET "/sandboxes/$id/metrics")
+[ "$st" = 200 ] || fail "metrics: $st"
+has '[{"timestamp":"' '"timestampUnix":' '"cpuCount":' '"cpuUsedPct":' '"memUsed":' '"memTotal":' '"memCache":' '"diskUsed":' '"diskTotal":'
+tap "curl: list by metadata, get, set timeout and metrics answer E2B's shapes"
 
 # envd's Start as a Connect stream (a 5-byte envelope: flags, big-endian
 # length) serving a directory on port 8001; the command lives with the stream.
@@ -160,6 +169,39 @@ st=$("$client/curl" -sS -m 10 -o /dev/null -w '%{http_code}' -H "Host: 8002-$id.
 kill "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
 tap "curl: envd's Start stream runs a server whose published port answers its token (401 without, 502 closed)"
+
+# Connect's binary codec, as a client generated from envd's .proto files
+# (connect-go's default) speaks it: the messages written here byte by byte
+# with E2B's field numbers. StartRequest{process{cmd, args}}, enveloped:
+printf '\000\000\000\000\030\012\026\012\011/bin/echo\022\011binary-ok' >"$work/start.pb"
+"$client/curl" -sS -m 60 -X POST -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $key" \
+	-H 'Content-Type: application/connect+proto' -D "$work/pb.head" -o "$work/start.pbout" \
+	--data-binary @"$work/start.pb" "$api/process.Process/Start" 2>>"$work/curl.err" ||
+	fail "a binary Start: $(tail -n 1 "$work/curl.err")"
+grep -qi '^content-type: application/connect+proto' "$work/pb.head" ||
+	fail "a binary Start's reply: $(head -n 5 "$work/pb.head")"
+hex=$(od -An -tx1 -v "$work/start.pbout" | tr -d ' \n')
+# StartResponse{event{data{stdout: "binary-ok\n"}}}, and the JSON {} that
+# ends a stream in either codec.
+case $hex in
+*0a0e120c0a0a62696e6172792d6f6b0a*7b7d) ;;
+*) fail "a binary Start's stream: $hex" ;;
+esac
+grep -aq 'exit status 0' "$work/start.pbout" || fail "a binary Start's end event: $hex"
+# StatRequest{path: "/tmp"}, unary: EntryInfo{name: "tmp", type: DIRECTORY}.
+printf '\012\004/tmp' >"$work/stat.pb"
+st=$("$client/curl" -sS -m 30 -o "$work/stat.pbout" -D "$work/pb.head" -w '%{http_code}' \
+	-X POST -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $key" \
+	-H 'Content-Type: application/proto' --data-binary @"$work/stat.pb" \
+	"$api/filesystem.Filesystem/Stat" 2>>"$work/curl.err")
+[ "$st" = 200 ] || fail "a binary Stat: $st $(head -c 200 "$work/stat.pbout")"
+grep -qi '^content-type: application/proto' "$work/pb.head" || fail "a binary Stat's type"
+hex=$(od -An -tx1 -v "$work/stat.pbout" | tr -d ' \n')
+case $hex in
+0a*0a03746d701002*) ;;
+*) fail "a binary Stat's reply: $hex" ;;
+esac
+tap "curl: envd in Connect's binary codec (application/connect+proto and application/proto)"
 
 st=$("$client/curl" -sS -m 30 -o "$work/rest.body" -w '%{http_code}' -H "X-API-KEY: wrong" "$api/sandboxes")
 [ "$st" = 401 ] || fail "a wrong key: $st"

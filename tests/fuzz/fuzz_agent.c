@@ -302,6 +302,14 @@ static void do_recv(struct agent_client *c)
 	int rc;
 
 	while ((rc = agent_client_recv(c, &f, clock_now_ns() + DEADLINE_NS)) == 1) {
+		struct proto_sysinfo si;
+
+		/* SYSINFO_RESULT: what decodes holds together. */
+		if (!proto_sysinfo_decode(&f, &si) &&
+		    (si.cpus < 1 || si.cpus > PROTO_MAX_CPUS || si.cpu_busy > si.cpu_total ||
+		     si.mem_available > si.mem_total || si.mem_cached > si.mem_total ||
+		     si.disk_free > si.disk_total))
+			fuzz_broken("a SYSINFO_RESULT decoded with figures that cannot be", NULL);
 		if (f.type == PROTO_ERROR) {
 			int e = agent_client_error(&f, why, sizeof(why));
 

@@ -3,6 +3,9 @@
 #include "serve/connect.h"
 #include "serve/e2b_msg.h"
 #include "serve/port_msg.h"
+#include "serve/proto_json.h"
+#include "envd_filesystem.pb-c.h"
+#include "envd_process.pb-c.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -139,6 +142,7 @@ static void check_text(const uint8_t *m, size_t n)
 {
 	char *t = malloc(n + 1);
 	enum connect_code c = (enum connect_code)(n % 20);
+	enum connect_codec codec;
 	uint64_t ms;
 
 	if (!t)
@@ -147,7 +151,7 @@ static void check_text(const uint8_t *m, size_t n)
 	t[n] = '\0';
 	if (!connect_timeout_ms(t, &ms) && (ms < 1 || ms > 9999999999ull))
 		fuzz_broken("a timeout out of range", t);
-	if (connect_is_unary_type(t) && connect_is_stream_type(t))
+	if (!connect_unary_codec(t, &codec) && !connect_stream_codec(t, &codec))
 		fuzz_broken("a content type both unary and stream", t);
 	check_json(connect_error_json(c, t), "error body", CONNECT_MAX_ERROR_TEXT);
 	check_json(connect_end_stream_json(c, t), "end-stream", CONNECT_MAX_ERROR_TEXT);
@@ -185,6 +189,39 @@ static void check_port(const uint8_t *data, size_t size)
 	free(host);
 }
 
+/* The binary codec: each request type decoded, or refused with a reason;
+ * what decodes encodes again, and decodes to the same JSON. */
+static void check_proto(const uint8_t *m, size_t n)
+{
+	static const ProtobufCMessageDescriptor *const types[] = {
+		&process__start_request__descriptor, &process__connect_request__descriptor,
+		&process__send_input_request__descriptor, &process__send_signal_request__descriptor,
+		&process__update_request__descriptor, &filesystem__list_dir_request__descriptor,
+		&filesystem__move_request__descriptor, &filesystem__watch_dir_request__descriptor,
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char err[300] = "";
+		json_t *j = proto_json_decode(types[i], m, n, err, sizeof(err)), *again;
+		uint8_t *b;
+		size_t blen;
+
+		if (!j) {
+			if (!err[0])
+				fuzz_broken("a protobuf refused without a reason", types[i]->name);
+			continue;
+		}
+		if (proto_json_encode(types[i], j, &b, &blen, err, sizeof(err)))
+			fuzz_broken("a decoded protobuf that does not encode", err);
+		again = proto_json_decode(types[i], b, blen, err, sizeof(err));
+		if (!again || !json_equal(j, again))
+			fuzz_broken("a protobuf that does not decode the same twice", types[i]->name);
+		json_decref(again);
+		json_decref(j);
+		free(b);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *msg = NULL;
@@ -206,5 +243,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_filesystem_calls(msg, len);
 	check_text(msg, len);
 	check_port(data, size);
+	check_proto(msg, len);
 	return 0;
 }

@@ -254,33 +254,46 @@ Test(connect, json_text_reads_at_most_max_bytes_and_keeps_them_valid)
 	json_decref(j);
 }
 
-Test(connect, content_types_of_connect_json_only)
+Test(connect, content_types_of_its_two_codecs)
 {
 	static const char *const unary[] = {
 		"application/json", "application/json; charset=utf-8", "Application/JSON",
 		"application/json;charset=UTF-8", "application/json; charset=utf8",
 	};
 	static const char *const neither[] = {
-		"", "application/proto", "application/json ", "application/jsonx",
+		"", "application/json ", "application/jsonx", "application/protobuf",
 		"application/json; charset=latin1", "application/json; charset=utf-8; x=y",
-		"application/json;", "text/json", "application/connect+proto",
-		"application/connect+json2", "application/grpc+json",
+		"application/json;", "text/json", "application/proto2", "application/x-protobuf",
+		"application/connect+json2", "application/grpc+json", "application/grpc+proto",
 	};
+	enum connect_codec c;
 
 	for (size_t i = 0; i < sizeof(unary) / sizeof(unary[0]); i++) {
 		char stream[80];
 
-		cr_assert(connect_is_unary_type(unary[i]), "%s", unary[i]);
-		cr_assert_not(connect_is_stream_type(unary[i]), "%s", unary[i]);
+		c = CONNECT_CODEC_PROTO;
+		cr_assert_eq(connect_unary_codec(unary[i], &c), 0, "%s", unary[i]);
+		cr_assert_eq(c, CONNECT_CODEC_JSON, "%s", unary[i]);
+		cr_assert_eq(connect_stream_codec(unary[i], &c), -EINVAL, "%s", unary[i]);
 		snprintf(stream, sizeof(stream), "application/connect+json%s", unary[i] + 16);
-		cr_assert(connect_is_stream_type(stream), "%s", stream);
-		cr_assert_not(connect_is_unary_type(stream), "%s", stream);
+		cr_assert_eq(connect_stream_codec(stream, &c), 0, "%s", stream);
+		cr_assert_eq(connect_unary_codec(stream, &c), -EINVAL, "%s", stream);
 	}
+	cr_assert_eq(connect_unary_codec("application/proto", &c), 0);
+	cr_assert_eq(c, CONNECT_CODEC_PROTO);
+	cr_assert_eq(connect_stream_codec("Application/Connect+Proto", &c), 0);
+	cr_assert_eq(c, CONNECT_CODEC_PROTO);
+	cr_assert_eq(connect_stream_codec("application/proto", &c), -EINVAL);
+	cr_assert_eq(connect_unary_codec("application/connect+proto", &c), -EINVAL);
 	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++)
-		cr_assert(!connect_is_unary_type(neither[i]) && !connect_is_stream_type(neither[i]),
+		cr_assert(connect_unary_codec(neither[i], &c) && connect_stream_codec(neither[i], &c),
 			  "%s", neither[i]);
-	cr_assert_not(connect_is_unary_type(NULL));
-	cr_assert_not(connect_is_stream_type(NULL));
+	cr_assert_eq(connect_unary_codec(NULL, &c), -EINVAL);
+	cr_assert_eq(connect_stream_codec(NULL, &c), -EINVAL);
+	cr_assert_str_eq(connect_content_type(CONNECT_CODEC_PROTO, true), "application/connect+proto");
+	cr_assert_str_eq(connect_content_type(CONNECT_CODEC_PROTO, false), "application/proto");
+	cr_assert_str_eq(connect_content_type(CONNECT_CODEC_JSON, true), "application/connect+json");
+	cr_assert_str_eq(connect_content_type(CONNECT_CODEC_JSON, false), "application/json");
 }
 
 Test(connect, timeout_is_one_to_ten_digits)

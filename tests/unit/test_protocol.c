@@ -213,6 +213,41 @@ Test(protocol, stat_round_trip_and_refusals)
 	cr_assert_eq(proto_stat_decode(&f, &out), -EPROTO);
 }
 
+Test(protocol, sysinfo_round_trip_and_figures_that_cannot_be)
+{
+	const struct proto_sysinfo in = { 2, 30, 100, 1 << 30, 1 << 29, 1 << 20, 1ull << 33, 1 << 30 };
+	struct proto_writer w = { .buf = buf, .cap = sizeof(buf) };
+	struct proto_sysinfo out, bad[6];
+	struct proto_frame f;
+	int n = proto_sysinfo_encode(&w, 12, &in);
+
+	f = decode_ok(buf, n);
+	cr_assert_eq(f.type, PROTO_SYSINFO_RESULT);
+	cr_assert_eq(proto_sysinfo_decode(&f, &out), 0);
+	cr_assert(out.cpus == in.cpus && out.cpu_busy == in.cpu_busy &&
+		  out.cpu_total == in.cpu_total && out.mem_total == in.mem_total &&
+		  out.mem_available == in.mem_available && out.mem_cached == in.mem_cached &&
+		  out.disk_total == in.disk_total && out.disk_free == in.disk_free);
+	f.payload_len--;
+	cr_assert_eq(proto_sysinfo_decode(&f, &out), -EPROTO);
+	f.payload_len += 2;
+	cr_assert_eq(proto_sysinfo_decode(&f, &out), -EPROTO);
+	/* A lying guest: no CPU or too many, a part larger than its whole. */
+	for (int i = 0; i < 6; i++)
+		bad[i] = in;
+	bad[0].cpus = 0;
+	bad[1].cpus = PROTO_MAX_CPUS + 1;
+	bad[2].cpu_busy = 101;
+	bad[3].mem_available = bad[3].mem_total + 1;
+	bad[4].mem_cached = bad[4].mem_total + 1;
+	bad[5].disk_free = bad[5].disk_total + 1;
+	for (int i = 0; i < 6; i++) {
+		n = proto_sysinfo_encode(&w, 12, &bad[i]);
+		f = decode_ok(buf, n);
+		cr_assert_eq(proto_sysinfo_decode(&f, &out), -EPROTO, "case %d", i);
+	}
+}
+
 /* EXEC with the given argv/env, encoded into buf; returns the frame's length. */
 static int exec_frame(uint32_t id, char **argv, uint32_t argc, char **envp, uint32_t envc,
 		      const char *cwd)
@@ -649,8 +684,10 @@ Test(protocol, type_names)
 	cr_assert_str_eq(proto_type_name(PROTO_PORT), "PORT");
 	cr_assert_str_eq(proto_type_name(PROTO_WATCH), "WATCH");
 	cr_assert_str_eq(proto_type_name(PROTO_WATCH_EVENT), "WATCH_EVENT");
-	cr_assert_str_eq(proto_type_name(22), "unknown");
-	cr_assert_str_eq(proto_type_name(75), "unknown");
+	cr_assert_str_eq(proto_type_name(PROTO_SYSINFO), "SYSINFO");
+	cr_assert_str_eq(proto_type_name(PROTO_SYSINFO_RESULT), "SYSINFO_RESULT");
+	cr_assert_str_eq(proto_type_name(23), "unknown");
+	cr_assert_str_eq(proto_type_name(76), "unknown");
 	cr_assert_str_eq(proto_type_name(255), "unknown");
 }
 
@@ -660,6 +697,7 @@ static void decode_everything(const uint8_t *p, size_t len)
 	struct proto_frame f;
 	struct proto_exec e;
 	struct proto_stat st;
+	struct proto_sysinfo si;
 	struct proto_reader r;
 	const uint8_t *data;
 	uint32_t n, u32;
@@ -688,6 +726,10 @@ static void decode_everything(const uint8_t *p, size_t len)
 	}
 	f.type = PROTO_STAT_RESULT;
 	proto_stat_decode(&f, &st);
+	f.type = PROTO_SYSINFO_RESULT;
+	if (proto_sysinfo_decode(&f, &si) == 0)
+		cr_assert(si.cpus >= 1 && si.cpu_busy <= si.cpu_total &&
+			  si.mem_available <= si.mem_total && si.disk_free <= si.disk_total);
 	proto_reader_init(&r, &f);
 	while (proto_get_str(&r, s, sizeof(s)) || proto_get_u32(&r, &u32) ||
 	       proto_get_bytes(&r, &data, &n))

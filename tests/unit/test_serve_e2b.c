@@ -14,11 +14,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/ssl.h>
 
 #include "serve/connect.h"
+#include "envd_filesystem.pb-c.h"
+#include "envd_process.pb-c.h"
 #include "serve/e2b_http.h"
+#include "serve/e2b_watch.h"
 #include "serve/port_msg.h"
 #include "serve/service.h"
 #include "lib/fs_tree.h"
@@ -349,6 +353,59 @@ Test(serve_e2b, list_get_timeout_pause_and_kill_as_the_sdk_reads_them)
 	assert_e2b_error(&r, 404);
 }
 
+Test(serve_e2b, metrics_are_the_guests_own_figures_now)
+{
+	char id[API_ID_MAX + 1], url[200];
+	time_t t0 = time(NULL);
+	struct reply r;
+	json_t *j, *m;
+
+	create("{}", id);
+	/* The fake VMM's agent runs on this host: its figures are this host's. */
+	snprintf(url, sizeof(url), "/sandboxes/%s/metrics", id);
+	for (int round = 0; round < 2; round++) {
+		request("GET", url, HKEY, NULL, 0, &r);
+		cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+		j = json_of(&r);
+		cr_assert_eq(json_array_size(j), 1, "%s", r.body);
+		m = json_array_get(j, 0);
+		cr_assert_eq(json_integer_value(json_object_get(m, "cpuCount")),
+			     sysconf(_SC_NPROCESSORS_ONLN), "%s", r.body);
+		cr_assert(json_is_number(json_object_get(m, "cpuUsedPct")));
+		cr_assert_geq(json_number_value(json_object_get(m, "cpuUsedPct")), 0);
+		cr_assert_leq(json_number_value(json_object_get(m, "cpuUsedPct")), 100);
+		cr_assert_gt(json_integer_value(json_object_get(m, "memTotal")), 16 << 20);
+		cr_assert_gt(json_integer_value(json_object_get(m, "memUsed")), 0);
+		cr_assert_leq(json_integer_value(json_object_get(m, "memUsed")),
+			      json_integer_value(json_object_get(m, "memTotal")));
+		cr_assert_leq(json_integer_value(json_object_get(m, "memCache")),
+			      json_integer_value(json_object_get(m, "memTotal")));
+		cr_assert_gt(json_integer_value(json_object_get(m, "diskTotal")), 0);
+		cr_assert_leq(json_integer_value(json_object_get(m, "diskUsed")),
+			      json_integer_value(json_object_get(m, "diskTotal")));
+		cr_assert_geq(json_integer_value(json_object_get(m, "timestampUnix")), t0);
+		cr_assert_eq(strlen(json_string_value(json_object_get(m, "timestamp")) ?: ""), 20,
+			     "an RFC 3339 time in UTC: %s", r.body);
+		json_decref(j);
+		free(r.body);
+	}
+	/* A window that does not hold now has no sample; a malformed one is 400. */
+	snprintf(url, sizeof(url), "/sandboxes/%s/metrics?start=0&end=1", id);
+	request("GET", url, HKEY, NULL, 0, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(r.body, "[]\n");
+	free(r.body);
+	snprintf(url, sizeof(url), "/sandboxes/%s/metrics?start=yesterday", id);
+	request("GET", url, HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 400);
+	request("GET", "/sandboxes/nosuchsandbox/metrics", HKEY, NULL, 0, &r);
+	assert_e2b_error(&r, 404);
+	snprintf(url, sizeof(url), "/sandboxes/%s/metrics", id);
+	request("POST", url, HKEY, NULL, 0, &r);
+	cr_assert_eq(r.status, 405);
+	free(r.body);
+}
+
 Test(serve_e2b, envd_runs_a_command_as_a_connect_stream)
 {
 	static const char msg[] = "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\","
@@ -396,6 +453,147 @@ Test(serve_e2b, envd_runs_a_command_as_a_connect_stream)
 		p += CONNECT_ENVELOPE_LEN + len;
 	}
 	cr_assert(saw_out && saw_end, "%.*s", (int)r.len, r.body);
+	free(r.body);
+}
+
+/* The envelopes of a stream's body: each message in turn to fn, the last
+ * (end-stream, JSON in both codecs) checked to be {}. */
+static void each_envelope(const struct reply *r, void (*fn)(const uint8_t *, size_t, void *),
+			  void *arg)
+{
+	const uint8_t *p = (const uint8_t *)r->body, *end = p + r->len;
+	bool ended = false;
+
+	while (p + CONNECT_ENVELOPE_LEN <= end) {
+		uint32_t len = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+
+		cr_assert_leq(p + CONNECT_ENVELOPE_LEN + len, end, "a cut envelope");
+		cr_assert_not(ended, "an envelope after the end-stream one");
+		if (p[0] == CONNECT_FLAG_END_STREAM) {
+			cr_assert_eq(len, 2);
+			cr_assert_eq(memcmp(p + CONNECT_ENVELOPE_LEN, "{}", 2), 0);
+			ended = true;
+		} else {
+			fn(p + CONNECT_ENVELOPE_LEN, len, arg);
+		}
+		p += CONNECT_ENVELOPE_LEN + len;
+	}
+	cr_assert(ended && p == end, "no end-stream envelope, or bytes after it");
+}
+
+struct proto_run {
+	int n, exit_code;
+	bool saw_start, saw_end;
+	char out[64];
+};
+
+static void on_proto_event(const uint8_t *msg, size_t len, void *arg)
+{
+	Process__StartResponse *m = process__start_response__unpack(NULL, len, msg);
+	Process__ProcessEvent *ev = m ? m->event : NULL;
+	struct proto_run *run = arg;
+
+	cr_assert_not_null(ev, "not a StartResponse with an event (%zu bytes)", len);
+	if (run->n++ == 0)
+		cr_assert_eq(ev->event_case, PROCESS__PROCESS_EVENT__EVENT_START, "start first");
+	if (ev->event_case == PROCESS__PROCESS_EVENT__EVENT_START)
+		run->saw_start = ev->start->pid > 0;
+	if (ev->event_case == PROCESS__PROCESS_EVENT__EVENT_DATA &&
+	    ev->data->output_case == PROCESS__PROCESS_EVENT__DATA_EVENT__OUTPUT_STDOUT)
+		snprintf(run->out + strlen(run->out), sizeof(run->out) - strlen(run->out), "%.*s",
+			 (int)ev->data->stdout.len, (const char *)ev->data->stdout.data);
+	if (ev->event_case == PROCESS__PROCESS_EVENT__EVENT_END) {
+		run->saw_end = ev->end->exited;
+		run->exit_code = ev->end->exit_code;
+		cr_assert_str_eq(ev->end->status, "exit status 3");
+	}
+	process__start_response__free_unpacked(m, NULL);
+}
+
+Test(serve_e2b, envd_speaks_connects_binary_codec_as_well)
+{
+	static char *const args[] = { "-c", "echo $G; echo e >&2; exit 3" };
+	Process__ProcessConfig cfg = PROCESS__PROCESS_CONFIG__INIT;
+	Process__StartRequest start = PROCESS__START_REQUEST__INIT;
+	Filesystem__ListDirRequest ls = FILESYSTEM__LIST_DIR_REQUEST__INIT;
+	Filesystem__StatRequest stat = FILESYSTEM__STAT_REQUEST__INIT;
+	Filesystem__ListDirResponse *entries;
+	Filesystem__StatResponse *st;
+	char id[API_ID_MAX + 1], h[512], hu[512];
+	uint8_t body[512];
+	struct proto_run run = { 0 };
+	bool saw_tmp = false;
+	struct reply r;
+	size_t n;
+
+	create("{\"envVars\":{\"G\":\"hello\"}}", id);
+	envd_headers(h, sizeof(h), id, "Content-Type: application/connect+proto\r\n"
+		     "Connect-Protocol-Version: 1\r\n");
+	envd_headers(hu, sizeof(hu), id, "Content-Type: application/proto\r\n");
+	/* A stream: protobuf-c's own bytes in, its own unpacker on the way out. */
+	cfg.cmd = "/bin/sh";
+	cfg.args = (char **)args;
+	cfg.n_args = 2;
+	start.process = &cfg;
+	n = process__start_request__pack(&start, body + CONNECT_ENVELOPE_LEN);
+	connect_envelope(body, 0, (uint32_t)n);
+	request("POST", "/process.Process/Start", h, body, CONNECT_ENVELOPE_LEN + n, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.head, "Content-Type: application/connect+proto"), "%s", r.head);
+	each_envelope(&r, on_proto_event, &run);
+	cr_assert(run.saw_start && run.saw_end, "%d events", run.n);
+	cr_assert_str_eq(run.out, "hello\n");
+	cr_assert_eq(run.exit_code, 3);
+	free(r.body);
+
+	/* Unary: a listing and a stat, the replies protobuf; a time a Timestamp. */
+	ls.path = "/";
+	n = filesystem__list_dir_request__pack(&ls, body);
+	request("POST", "/filesystem.Filesystem/ListDir", hu, body, n, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.head, "Content-Type: application/proto"), "%s", r.head);
+	entries = filesystem__list_dir_response__unpack(NULL, r.len, (const uint8_t *)r.body);
+	cr_assert_not_null(entries, "not a ListDirResponse");
+	for (size_t i = 0; i < entries->n_entries; i++) {
+		Filesystem__EntryInfo *e = entries->entries[i];
+
+		if (strcmp(e->name, "tmp"))
+			continue;
+		saw_tmp = true;
+		cr_assert_str_eq(e->path, "/tmp");
+		cr_assert_eq(e->type, FILESYSTEM__FILE_TYPE__FILE_TYPE_DIRECTORY);
+		cr_assert_eq(e->permissions[0], 'd');
+		cr_assert(e->modified_time && e->modified_time->seconds > 1500000000,
+			  "a listed entry's modification time, in seconds since the epoch");
+	}
+	cr_assert(saw_tmp, "/tmp in a listing of / (%zu entries)", entries->n_entries);
+	filesystem__list_dir_response__free_unpacked(entries, NULL);
+	free(r.body);
+	stat.path = "/tmp";
+	n = filesystem__stat_request__pack(&stat, body);
+	request("POST", "/filesystem.Filesystem/Stat", hu, body, n, &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	st = filesystem__stat_response__unpack(NULL, r.len, (const uint8_t *)r.body);
+	cr_assert(st && st->entry && st->entry->modified_time, "a StatResponse with a time");
+	cr_assert_gt(st->entry->modified_time->seconds, 1500000000, "seconds since the epoch");
+	filesystem__stat_response__free_unpacked(st, NULL);
+	free(r.body);
+
+	/* A hostile body: errors stay JSON, the code says what. */
+	request("POST", "/filesystem.Filesystem/Stat", hu, "\x0a\x09/tm", 5, &r);
+	assert_connect_error(&r, 400, "invalid_argument");   /* a length past the end */
+	request("POST", "/filesystem.Filesystem/Stat", hu, "\x0a\x03/\x00x", 5, &r);
+	assert_connect_error(&r, 400, "invalid_argument");   /* a NUL in the path */
+	request("POST", "/filesystem.Filesystem/Stat", hu, "\x0b\x0c", 2, &r);
+	assert_connect_error(&r, 400, "invalid_argument");   /* a group */
+	request("POST", "/filesystem.Filesystem/Stat", hu, "\x08\x01", 2, &r);
+	assert_connect_error(&r, 400, "invalid_argument");   /* path as a varint */
+	connect_envelope(body, 0, 2);
+	memcpy(body + CONNECT_ENVELOPE_LEN, "\x0a\x7f", 2);
+	request("POST", "/process.Process/Start", h, body, CONNECT_ENVELOPE_LEN + 2, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.head, "Content-Type: application/connect+proto"), "%s", r.head);
+	cr_assert(strstr(r.body + CONNECT_ENVELOPE_LEN, "invalid_argument"), "%s", r.body + 5);
 	free(r.body);
 }
 
@@ -701,7 +899,7 @@ Test(serve_e2b, a_sandbox_past_its_timeout_ends_its_commands_and_goes)
 
 Test(serve_e2b, watch_dir_streams_a_directorys_events_and_watchers_poll_them)
 {
-	char id[API_ID_MAX + 1], dir[128], msg[300], h[512], url[300], buf[8192], wid[64];
+	char id[API_ID_MAX + 1], other[API_ID_MAX + 1], dir[128], msg[300], h[512], url[300], buf[8192], wid[64];
 	struct reply r;
 	json_t *j;
 	size_t n;
@@ -760,6 +958,22 @@ Test(serve_e2b, watch_dir_streams_a_directorys_events_and_watchers_poll_them)
 	assert_connect_error(&r, 404, "not_found");
 	request("POST", "/filesystem.Filesystem/RemoveWatcher", h, "{}", 2, &r);
 	assert_connect_error(&r, 400, "invalid_argument");
+
+	/* One sandbox holds E2B_SANDBOX_WATCHERS at most; another still gets one. */
+	snprintf(msg, sizeof(msg), "{\"path\":\"%s\"}", dir);
+	for (int i = 0; i < E2B_SANDBOX_WATCHERS; i++) {
+		request("POST", "/filesystem.Filesystem/CreateWatcher", h, msg, strlen(msg), &r);
+		cr_assert_eq(r.status, 200, "watcher %d: %d %s", i, r.status, r.body);
+		free(r.body);
+	}
+	request("POST", "/filesystem.Filesystem/CreateWatcher", h, msg, strlen(msg), &r);
+	cr_assert(strstr(r.body, "in this sandbox"), "%s", r.body);
+	assert_connect_error(&r, 429, "resource_exhausted");
+	create("{}", other);
+	envd_headers(h, sizeof(h), other, JSON);
+	request("POST", "/filesystem.Filesystem/CreateWatcher", h, msg, strlen(msg), &r);
+	cr_assert_eq(r.status, 200, "another sandbox's watcher: %d %s", r.status, r.body);
+	free(r.body);
 }
 
 /* --- published ports: PORT-ID.DOMAIN to a server "in the guest" (here the

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "protoc_run.h"
 #include "shim/cgroups2_metrics.pb-c.h"
 #include "shim/containerd_events.pb-c.h"
 #include "shim/events_ttrpc.pb-c.h"
@@ -244,27 +245,10 @@ Test(ttrpc_vectors, events_and_metrics)
 /* protoc --decode=TYPE of n bytes: its text, malloc'd. */
 static char *protoc_decode(const char *type, const uint8_t *p, size_t n)
 {
-	const char *protoc = getenv("PROTOC"), *dir = getenv("SHIM_PROTO_DIR");
-	char path[] = "/tmp/mayfly-ttrpc-vec.XXXXXX", cmd[2048];
-	static char out[16384];
-	size_t got;
-	FILE *f;
-	int fd;
+	static const char *const dirs[] = { "SHIM_PROTO_DIR", "COMMON_PROTO_DIR", NULL };
+	size_t len;
 
-	cr_assert(protoc && dir, "PROTOC or SHIM_PROTO_DIR unset: run through meson test");
-	fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, p, n), (ssize_t)n);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "'%s' --decode=%s --proto_path='%s' $(cd '%s' && echo *.proto) < '%s'",
-		 protoc, type, dir, dir, path);
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	got = fread(out, 1, sizeof(out) - 1, f);
-	out[got] = '\0';
-	cr_assert_eq(pclose(f), 0, "%s failed", cmd);
-	unlink(path);
-	return strdup(out);
+	return (char *)protoc_run("decode", type, dirs, p, n, &len);
 }
 
 Test(ttrpc_vectors, protoc_reads_the_c)

@@ -809,23 +809,56 @@ static void add_entry(void *opaque, const char *name, uint32_t type, uint32_t mo
 						"size", (json_int_t)size));
 }
 
+struct list_args {
+	json_t *entries;
+	bool mtime;
+};
+
 static int list_op(struct file_call *fc, void *opaque)
 {
-	return transfer_list(fc->c, fc->path, add_entry, opaque, fc->deadline, fc->why,
-			     sizeof(fc->why));
+	struct list_args *la = opaque;
+	int rc = transfer_list(fc->c, fc->path, add_entry, la->entries, fc->deadline, fc->why,
+			       sizeof(fc->why));
+	json_t *f;
+	size_t i;
+
+	if (rc || !la->mtime)
+		return rc;
+	/* LIST_ENTRIES carries no time: a stat each, on the same connection. */
+	json_array_foreach(la->entries, i, f) {
+		const char *name = json_string_value(json_object_get(f, "name"));
+		char child[API_MAX_PATH + 1];
+		struct proto_stat st;
+		bool found;
+		int n;
+
+		if (i == CALLS_LIST_STAT_MAX)
+			break;
+		n = snprintf(child, sizeof(child), "%s%s%s", fc->path,
+			     fc->path[strlen(fc->path) - 1] == '/' ? "" : "/", name);
+		if (n < 0 || (size_t)n >= sizeof(child))
+			continue;
+		rc = guest_fs_stat_if(fc->c, child, &st, &found, fc->deadline, fc->why,
+				      sizeof(fc->why));
+		if (rc)
+			return rc;
+		if (found)
+			json_object_set_new(f, "mtime", json_real((double)st.mtime_ns / 1e9));
+	}
+	return 0;
 }
 
 void calls_file_list(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		     json_t **out, struct call_result *r)
+		     bool mtime, json_t **out, struct call_result *r)
 {
-	json_t *a = json_array();
+	struct list_args la = { json_array(), mtime };
 
-	file_call(svc, sb, caller, "list_files", NULL, path, list_op, a, r);
+	file_call(svc, sb, caller, "list_files", NULL, path, list_op, &la, r);
 	if (r->status != 200) {
-		json_decref(a);
-		a = NULL;
+		json_decref(la.entries);
+		la.entries = NULL;
 	}
-	*out = a;
+	*out = la.entries;
 }
 
 static int stat_op(struct file_call *fc, void *opaque)
@@ -845,6 +878,35 @@ void calls_file_stat(struct service *svc, struct sandbox *sb, const char *caller
 	       json_pack("{s:s, s:s, s:i, s:I, s:f}", "path", path, "type", type_name(st.type),
 			 "mode", (int)st.mode, "size", (json_int_t)st.size,
 			 "mtime", (double)st.mtime_ns / 1e9);
+}
+
+static int sysinfo_op(struct file_call *fc, void *opaque)
+{
+	return guest_fs_sysinfo(fc->c, "/", opaque, fc->deadline, fc->why, sizeof(fc->why));
+}
+
+void calls_metrics(struct service *svc, struct sandbox *sb, const char *caller,
+		   struct proto_sysinfo *si, double *cpu_pct, struct call_result *r)
+{
+	uint64_t busy, total;
+
+	*cpu_pct = 0;
+	file_call(svc, sb, caller, "read_file", "metrics", "/", sysinfo_op, si, r);
+	if (r->status != 200)
+		return;
+	pthread_mutex_lock(&svc->lock);
+	busy = si->cpu_busy - sb->cpu_busy;
+	total = si->cpu_total - sb->cpu_total;
+	/* Counters that went back: a restore or another boot, so since boot. */
+	if (si->cpu_busy < sb->cpu_busy || si->cpu_total <= sb->cpu_total ||
+	    busy > total) {
+		busy = si->cpu_busy;
+		total = si->cpu_total;
+	}
+	sb->cpu_busy = si->cpu_busy;
+	sb->cpu_total = si->cpu_total;
+	pthread_mutex_unlock(&svc->lock);
+	*cpu_pct = total ? 100.0 * (double)busy / (double)total : 0;
 }
 
 static int mkdir_op(struct file_call *fc, void *opaque)

@@ -9,6 +9,7 @@
 
 #include "serve/api.h"
 #include "serve/service.h"
+#include "protocol.h"
 
 /* The outcome of a call that is not a stream: an HTTP status; for an
  * error a message and a code for the JSON error ("refused" for the
@@ -89,9 +90,18 @@ int calls_get_begin(struct service *svc, struct sandbox *sb, const char *caller,
 ssize_t calls_get_read(struct file_get *g, void *buf, size_t len);
 void calls_get_end(struct file_get *g);
 
-/* *out: a JSON array or object on 200. */
+/* *out: a JSON array on 200, each entry {name, type, mode, size}; with
+ * mtime also its modification time (Unix seconds, a stat each, the first
+ * CALLS_LIST_STAT_MAX entries; an entry gone meanwhile has none). */
+#define CALLS_LIST_STAT_MAX 10000
 void calls_file_list(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
-		     json_t **out, struct call_result *r);
+		     bool mtime, json_t **out, struct call_result *r);
+/* The guest's figures now (a file call, tool read_file, op metrics: gated
+ * and recorded as a read of "/"): *si, and in *cpu_pct the share of all
+ * its CPUs busy (0..100) since this sandbox's previous metrics call, or
+ * since its guest booted for the first. */
+void calls_metrics(struct service *svc, struct sandbox *sb, const char *caller,
+		   struct proto_sysinfo *si, double *cpu_pct, struct call_result *r);
 void calls_file_stat(struct service *svc, struct sandbox *sb, const char *caller, const char *path,
 		     json_t **out, struct call_result *r);
 void calls_mkdir(struct service *svc, struct sandbox *sb, const char *caller, const char *path,

@@ -1,4 +1,4 @@
-/* connect.c - the Connect RPC protocol over HTTP/1.1 with the JSON codec, as pure functions: envelopes, codes, error bodies, request headers. */
+/* connect.c - the Connect RPC protocol over HTTP/1.1, its JSON and binary codecs, as pure functions: envelopes, codes, error bodies, request headers. */
 #include "serve/connect.h"
 #include "agent_client/events.h"
 #include "lib/errmsg.h"
@@ -218,14 +218,35 @@ static bool is_type(const char *ct, const char *type)
 	return !strcasecmp(ct, "utf-8") || !strcasecmp(ct, "utf8");
 }
 
-bool connect_is_unary_type(const char *content_type)
+/* One of the two types of a kind of call. */
+static int codec_of(const char *ct, const char *json, const char *proto,
+		    enum connect_codec *codec)
 {
-	return is_type(content_type, "application/json");
+	if (is_type(ct, json))
+		*codec = CONNECT_CODEC_JSON;
+	else if (is_type(ct, proto))
+		*codec = CONNECT_CODEC_PROTO;
+	else
+		return -EINVAL;
+	return 0;
 }
 
-bool connect_is_stream_type(const char *content_type)
+int connect_unary_codec(const char *content_type, enum connect_codec *codec)
 {
-	return is_type(content_type, "application/connect+json");
+	return codec_of(content_type, "application/json", "application/proto", codec);
+}
+
+int connect_stream_codec(const char *content_type, enum connect_codec *codec)
+{
+	return codec_of(content_type, "application/connect+json", "application/connect+proto",
+			codec);
+}
+
+const char *connect_content_type(enum connect_codec codec, bool stream)
+{
+	if (codec == CONNECT_CODEC_PROTO)
+		return stream ? "application/connect+proto" : "application/proto";
+	return stream ? "application/connect+json" : "application/json";
 }
 
 int connect_timeout_ms(const char *header, uint64_t *ms)
@@ -247,9 +268,9 @@ int connect_timeout_ms(const char *header, uint64_t *ms)
 	return 0;
 }
 
-bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg)
+bool connect_queue_push_bytes(struct connect_queue *q, uint8_t flags, uint8_t *msg, size_t len)
 {
-	size_t len = msg ? strlen(msg) : 0, need = q->len + CONNECT_ENVELOPE_LEN + len;
+	size_t need = q->len + CONNECT_ENVELOPE_LEN + len;
 
 	if (!msg)
 		return false;
@@ -268,6 +289,11 @@ bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg)
 	q->len = need;
 	free(msg);
 	return true;
+}
+
+bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg)
+{
+	return connect_queue_push_bytes(q, flags, (uint8_t *)msg, msg ? strlen(msg) : 0);
 }
 
 size_t connect_queue_take(struct connect_queue *q, void *out, size_t max)

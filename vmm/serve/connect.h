@@ -1,4 +1,4 @@
-/* connect.h - the Connect RPC protocol over HTTP/1.1 with the JSON codec, as pure functions: envelopes, codes, error bodies, request headers. */
+/* connect.h - the Connect RPC protocol over HTTP/1.1, its JSON and binary codecs, as pure functions: envelopes, codes, error bodies, request headers. */
 #ifndef MAYFLY_SERVE_CONNECT_H
 #define MAYFLY_SERVE_CONNECT_H
 
@@ -79,6 +79,9 @@ struct connect_queue {
 /* msg (malloc'd text, taken; NULL: out of memory) as one more envelope.
  * false when it could not be queued. */
 bool connect_queue_push(struct connect_queue *q, uint8_t flags, char *msg);
+/* The same for a message of len bytes (malloc'd, taken; NULL: out of
+ * memory), binary or not. */
+bool connect_queue_push_bytes(struct connect_queue *q, uint8_t flags, uint8_t *msg, size_t len);
 /* Up to max queued bytes into out: how many (0: the queue is empty, and
  * reset for more). */
 size_t connect_queue_take(struct connect_queue *q, void *out, size_t max);
@@ -106,11 +109,18 @@ char *connect_error_json(enum connect_code c, const char *message);
  * when out of memory. */
 char *connect_end_stream_json(enum connect_code c, const char *message);
 
-/* Content-Type of a unary request: application/json, optionally followed
- * by "; charset=utf-8" (or utf8), case-insensitive; NULL is false. */
-bool connect_is_unary_type(const char *content_type);
-/* The same for a stream: application/connect+json. */
-bool connect_is_stream_type(const char *content_type);
+/* A call's codec: its messages as JSON or in protobuf's binary encoding.
+ * Errors (a unary call's body, a stream's end message) are JSON in both. */
+enum connect_codec { CONNECT_CODEC_JSON, CONNECT_CODEC_PROTO };
+
+/* Content-Type of a unary request: application/json (optionally followed
+ * by "; charset=utf-8" or utf8) is JSON, application/proto is protobuf,
+ * case-insensitive. 0 with *codec, or -EINVAL for any other (NULL too). */
+int connect_unary_codec(const char *content_type, enum connect_codec *codec);
+/* The same for a stream: application/connect+json, application/connect+proto. */
+int connect_stream_codec(const char *content_type, enum connect_codec *codec);
+/* The Content-Type of a reply in codec: a stream's or a unary call's. */
+const char *connect_content_type(enum connect_codec codec, bool stream);
 
 /* Connect-Timeout-Ms: 1 to 10 ASCII digits, a positive number of
  * milliseconds, into *ms; -EINVAL for anything else (0 too: Connect's

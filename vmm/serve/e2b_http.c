@@ -1,5 +1,6 @@
 /* e2b_http.c - E2B's sandbox protocol on a listener of its own: the control plane the e2b SDKs call (create, list, get, kill, timeout, pause, connect), each answered from the service as serve's own API would, and envd's requests (named by the E2b-Sandbox-Id header) handed to e2b_envd.c. */
 #include "serve/e2b_http.h"
+#include "serve/calls.h"
 #include "serve/e2b_envd.h"
 #include "serve/e2b_msg.h"
 #include "serve/e2b_proc.h"
@@ -31,6 +32,7 @@
 
 enum e2b_route {
 	E2B_NONE, E2B_CREATE, E2B_LIST, E2B_GET, E2B_KILL, E2B_TIMEOUT, E2B_PAUSE, E2B_CONNECT,
+	E2B_METRICS,
 };
 
 /* One request, from its first callback to its completion. */
@@ -77,6 +79,7 @@ static int route(const char *method, const char *url, enum e2b_route *r, char *i
 		{ "GET", "", E2B_GET }, { "DELETE", "", E2B_KILL },
 		{ "POST", "/timeout", E2B_TIMEOUT }, { "POST", "/pause", E2B_PAUSE },
 		{ "POST", "/resume", E2B_CONNECT }, { "POST", "/connect", E2B_CONNECT },
+		{ "GET", "/metrics", E2B_METRICS },
 	};
 	const char *rest, *slash;
 	bool found = false;
@@ -373,6 +376,68 @@ static enum MHD_Result do_list(struct e2b_server *e, struct MHD_Connection *conn
 	return http_send_json(conn, 200, out);
 }
 
+/* A query's Unix seconds (absent: *out untouched). -EINVAL when not a
+ * non-negative decimal. */
+static int unix_arg(struct MHD_Connection *conn, const char *key, int64_t *out)
+{
+	const char *s = arg(conn, key);
+	long long v;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* GET .../metrics: the guest's figures now, as one sample (E2B keeps a
+ * history sampled every few seconds; see docs/e2b.md). A paused sandbox
+ * has none now, nor has a window (start, end) that does not hold now. */
+static enum MHD_Result do_metrics(struct e2b_server *e, struct MHD_Connection *conn,
+				  struct e2b_request *rq)
+{
+	json_t *now = service_get_json(e->svc, rq->id);
+	const char *state = now ? e2b_state(json_string_value(json_object_get(now, "state"))) : NULL;
+	bool found = state != NULL, paused = state && !strcmp(state, "paused");
+	int64_t t = (int64_t)time(NULL), from = 0, to = INT64_MAX;
+	struct call_result r = { 0 };
+	struct proto_sysinfo si;
+	struct sandbox *sb;
+	char err[600], when[32];
+	double pct;
+	int st;
+
+	json_decref(now);
+	if (!found) {
+		snprintf(err, sizeof(err), "sandbox %s not found", rq->id);
+		return send_error(conn, 404, err);
+	}
+	if (unix_arg(conn, "start", &from) || unix_arg(conn, "end", &to))
+		return send_error(conn, 400, "start and end are Unix seconds");
+	if (paused || t < from || t > to)
+		return http_send_json(conn, 200, json_array());
+	st = service_get(e->svc, rq->id, &sb, err, sizeof(err));
+	if (st)
+		return send_error(conn, (unsigned)st, err);
+	calls_metrics(e->svc, sb, rq->caller, &si, &pct, &r);
+	service_put(e->svc, sb);
+	if (r.status != 200)
+		return send_error(conn, (unsigned)r.status, r.error);
+	iso_time(t, when, sizeof(when));
+	/* Bytes, as E2B's; the share of all CPUs to two places. */
+	return http_send_json(conn, 200, json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]",
+		"timestamp", when, "timestampUnix", (json_int_t)t, "cpuCount", (int)si.cpus,
+		"cpuUsedPct", (double)(int64_t)(pct * 100 + 0.5) / 100,
+		"memUsed", (json_int_t)(si.mem_total - si.mem_available),
+		"memTotal", (json_int_t)si.mem_total, "memCache", (json_int_t)si.mem_cached,
+		"diskUsed", (json_int_t)(si.disk_total - si.disk_free),
+		"diskTotal", (json_int_t)si.disk_total));
+}
+
 /* POST .../connect: a paused sandbox resumed (201), a running one as it
  * is (200); a timeout given is its new end. */
 static enum MHD_Result do_connect(struct e2b_server *e, struct MHD_Connection *conn,
@@ -514,6 +579,8 @@ static enum MHD_Result dispatch(struct e2b_server *e, struct MHD_Connection *con
 		return do_pause(e, conn, rq);
 	case E2B_CONNECT:
 		return do_connect(e, conn, rq);
+	case E2B_METRICS:
+		return do_metrics(e, conn, rq);
 	default:
 		return send_error(conn, 500, "internal: unrouted");
 	}

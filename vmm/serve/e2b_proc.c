@@ -33,6 +33,7 @@ struct start_stream {
 	char *line;                    /* the exec's JSON line in progress */
 	size_t nline, capline;
 	struct connect_queue q;        /* envelopes not yet read by the client */
+	struct e2b_codec codec;        /* its client's call's (Start's, then a Connect's) */
 	bool ended;                    /* the end-stream envelope is queued */
 	bool pty;                      /* its output is a pty's: DataEvent's "pty" */
 	bool saw_exit;
@@ -41,7 +42,7 @@ struct start_stream {
 
 static bool queue(struct start_stream *st, uint8_t flags, char *msg)
 {
-	return connect_queue_push(&st->q, flags, msg);
+	return e2b_codec_push(&st->codec, &st->q, flags, msg);
 }
 
 static void end_stream(struct start_stream *st, enum connect_code code, const char *msg)
@@ -368,10 +369,12 @@ static void start_free(void *cls)
 /* A response streaming st's events to conn's client. */
 static enum MHD_Result stream_to(struct MHD_Connection *conn, struct start_stream *st)
 {
+	const char *type = connect_content_type(st->codec.codec, true);
+
 	calls_exec_watch(st->s, MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD)
 					->connect_fd);
 	return http_send_stream(conn, 200, MHD_SIZE_UNKNOWN, STREAM_READ, start_reader, st,
-				start_free, "application/connect+json");
+				start_free, type);
 }
 
 /* StartRequest as serve's exec: argv, the sandbox's and its own envs, cwd
@@ -413,8 +416,9 @@ static int exec_of_start(struct e2b_start *in, uint64_t timeout_ms, struct api_e
 	return 0;
 }
 
-enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn, const char *id,
-			       const char *caller, const uint8_t *body, size_t len)
+enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn,
+			       const struct e2b_codec *c, const char *id, const char *caller,
+			       const uint8_t *json, size_t len)
 {
 	const char *tmo = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connect-Timeout-Ms");
 	struct call_result r = { 0 };
@@ -422,18 +426,13 @@ enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn
 	struct e2b_start in;
 	struct api_exec req;
 	struct sandbox *sb;
-	const uint8_t *msg;
-	const char *why = "";
 	uint64_t timeout_ms;
 	char err[400];
-	size_t msglen;
 	int rc;
 
-	if (connect_unwrap(body, len, &msg, &msglen, &why))
-		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, why);
 	if (connect_timeout_ms(tmo, &timeout_ms))
 		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, "a malformed Connect-Timeout-Ms");
-	if (e2b_parse_start(msg, msglen, &in, err, sizeof(err)))
+	if (e2b_parse_start(json, len, &in, err, sizeof(err)))
 		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, err);
 	rc = exec_of_start(&in, timeout_ms, &req, err, sizeof(err));
 	e2b_start_free(&in);
@@ -448,6 +447,7 @@ enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn
 	st = calloc(1, sizeof(*st));
 	if (st) {
 		st->pty = req.pty;
+		st->codec = *c;
 		st->keeper = e->keeper;
 		st->sb = sb;
 	}
@@ -461,21 +461,17 @@ enum MHD_Result e2b_proc_start(struct e2b_server *e, struct MHD_Connection *conn
 	return stream_to(conn, st);
 }
 
-enum MHD_Result e2b_proc_connect(struct e2b_server *e, struct MHD_Connection *conn, const char *id,
-				 const uint8_t *body, size_t len)
+enum MHD_Result e2b_proc_connect(struct e2b_server *e, struct MHD_Connection *conn,
+				 const struct e2b_codec *c, const char *id, const uint8_t *json,
+				 size_t len)
 {
 	struct start_stream *st = NULL;
-	const uint8_t *msg;
-	const char *why = "";
 	struct sandbox *sb;
 	uint32_t pid = 0;
 	char err[400], tag[2];
-	size_t msglen;
 	int rc;
 
-	if (connect_unwrap(body, len, &msg, &msglen, &why))
-		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, why);
-	if (e2b_parse_selector(msg, msglen, &pid, tag, sizeof(tag), err, sizeof(err)))
+	if (e2b_parse_selector(json, len, &pid, tag, sizeof(tag), err, sizeof(err)))
 		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, err);
 	if (!pid)
 		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT,
@@ -506,6 +502,7 @@ enum MHD_Result e2b_proc_connect(struct e2b_server *e, struct MHD_Connection *co
 	service_put(e->svc, sb);   /* the command holds its sandbox */
 	/* As envd's Connect: the start event, then what comes from now on. */
 	connect_queue_drop(&st->q);
+	st->codec = *c;
 	queue(st, 0, e2b_event_start(st->pid));
 	return stream_to(conn, st);
 }

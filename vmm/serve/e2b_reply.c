@@ -25,6 +25,7 @@ enum MHD_Result e2b_stream_error(struct MHD_Connection *conn, enum connect_code 
 				 const char *msg)
 {
 	char *text = connect_end_stream_json(code, msg);
+	enum connect_codec codec;
 	struct MHD_Response *resp;
 	uint8_t *body;
 	size_t len;
@@ -46,7 +47,12 @@ enum MHD_Result e2b_stream_error(struct MHD_Connection *conn, enum connect_code 
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/connect+json");
+	/* The request's codec, as a client checks the reply's type against
+	 * it; the end-stream message itself is JSON in both. */
+	if (connect_stream_codec(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_TYPE), &codec))
+		codec = CONNECT_CODEC_JSON;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, connect_content_type(codec, true));
 	return http_send(conn, 200, resp);
 }
 

@@ -1,6 +1,7 @@
 /* e2b_rpc.c - envd's Connect RPCs for a sandbox, each through the service's own calls: the process streams handed to e2b_proc.c, the processes' unary calls by pid, the filesystem's calls as serve's file calls with E2B's EntryInfo. */
 #include "serve/e2b_rpc.h"
 #include "serve/calls.h"
+#include "serve/e2b_codec.h"
 #include "serve/e2b_msg.h"
 #include "serve/e2b_reply.h"
 #include "serve/e2b_proc.h"
@@ -22,17 +23,10 @@ static enum MHD_Result call_error(struct MHD_Connection *conn, const struct call
 	return e2b_rpc_error(conn, e2b_code_of_status(r->status), r->error);
 }
 
-/* A unary reply: j (taken) as the response message. */
-static enum MHD_Result reply(struct MHD_Connection *conn, json_t *j)
-{
-	if (!j)
-		return e2b_rpc_error(conn, CONNECT_INTERNAL, "out of memory");
-	return http_send_json(conn, 200, j);
-}
-
 /* ---- process.Process's unary calls ---- */
 
-static enum MHD_Result list(struct e2b_server *e, struct MHD_Connection *conn, struct sandbox *sb)
+static enum MHD_Result list(struct e2b_server *e, struct MHD_Connection *conn,
+			    const struct e2b_codec *c, struct sandbox *sb)
 {
 	json_t *running = calls_exec_list(e->svc, sb), *out = json_array(), *p;
 	size_t i;
@@ -47,14 +41,14 @@ static enum MHD_Result list(struct e2b_server *e, struct MHD_Connection *conn, s
 						     json_array_get(argv, 0), "args", args));
 	}
 	json_decref(running);
-	return reply(conn, out ? json_pack("{s:o}", "processes", out) : NULL);
+	return e2b_codec_reply(conn, c, out ? json_pack("{s:o}", "processes", out) : NULL);
 }
 
 /* SendSignal, SendInput, CloseStdin and Update: each names a process by
  * its pid, which must be one of the sandbox's running commands. */
 static enum MHD_Result on_process(struct e2b_server *e, struct MHD_Connection *conn,
-				  const char *name, struct sandbox *sb, const uint8_t *body,
-				  size_t len)
+				  const struct e2b_codec *c, const char *name, struct sandbox *sb,
+				  const uint8_t *body, size_t len)
 {
 	struct call_result r = { 0 };
 	unsigned cols = 0, rows = 0;
@@ -98,7 +92,7 @@ static enum MHD_Result on_process(struct e2b_server *e, struct MHD_Connection *c
 		calls_exec_close_stdin(e->svc, sb, exec, &r);
 	}
 	free(data);
-	return r.status == 200 ? reply(conn, json_object()) : call_error(conn, &r);
+	return r.status == 200 ? e2b_codec_reply(conn, c, json_object()) : call_error(conn, &r);
 }
 
 /* ---- filesystem.Filesystem ---- */
@@ -133,7 +127,7 @@ static int list_into(struct e2b_server *e, struct sandbox *sb, const char *calle
 	json_t *files = NULL, *f;
 	size_t i;
 
-	calls_file_list(e->svc, sb, caller, path, &files, r);
+	calls_file_list(e->svc, sb, caller, path, true, &files, r);
 	if (r->status != 200)
 		return r->status;
 	json_array_foreach(files, i, f) {
@@ -157,8 +151,8 @@ static int list_into(struct e2b_server *e, struct sandbox *sb, const char *calle
 }
 
 static enum MHD_Result filesystem(struct e2b_server *e, struct MHD_Connection *conn,
-				  const char *name, struct sandbox *sb, const char *caller,
-				  const uint8_t *body, size_t len)
+				  const struct e2b_codec *c, const char *name, struct sandbox *sb,
+				  const char *caller, const uint8_t *body, size_t len)
 {
 	char given[API_MAX_PATH + 1], path[API_MAX_PATH + 1], err[300];
 	char dest[API_MAX_PATH + 1], to[API_MAX_PATH + 1];
@@ -194,15 +188,15 @@ static enum MHD_Result filesystem(struct e2b_server *e, struct MHD_Connection *c
 			json_decref(out);
 			return call_error(conn, &r);
 		}
-		return reply(conn, json_pack("{s:o}", "entries", out));
+		return e2b_codec_reply(conn, c, json_pack("{s:o}", "entries", out));
 	}
 	if (!strcmp(name, "Remove")) {
 		calls_remove(e->svc, sb, caller, path, true, &r);
-		return r.status == 204 ? reply(conn, json_object()) : call_error(conn, &r);
+		return r.status == 204 ? e2b_codec_reply(conn, c, json_object()) : call_error(conn, &r);
 	}
 	calls_file_stat(e->svc, sb, caller, path, &j, &r);
 	if (!strcmp(name, "Stat") || !strcmp(name, "Move"))
-		return r.status == 200 ? reply(conn, json_pack("{s:o}", "entry", entry(path, j))) :
+		return r.status == 200 ? e2b_codec_reply(conn, c, json_pack("{s:o}", "entry", entry(path, j))) :
 		       call_error(conn, &r);
 	/* MakeDir: an existing path is already_exists (the SDK's false). */
 	json_decref(j);
@@ -212,64 +206,76 @@ static enum MHD_Result filesystem(struct e2b_server *e, struct MHD_Connection *c
 	if (r.status != 201)
 		return call_error(conn, &r);
 	calls_file_stat(e->svc, sb, caller, path, &j, &r);
-	return r.status == 200 ? reply(conn, json_pack("{s:o}", "entry", entry(path, j))) :
+	return r.status == 200 ? e2b_codec_reply(conn, c, json_pack("{s:o}", "entry", entry(path, j))) :
 	       call_error(conn, &r);
 }
 
 enum MHD_Result e2b_rpc(struct e2b_server *e, struct MHD_Connection *conn, const char *method,
 			const char *id, const char *caller, const uint8_t *body, size_t len)
 {
-	static const char *const fs[] = { "Stat", "ListDir", "MakeDir", "Remove", "Move",
-					  "CreateWatcher", "GetWatcherEvents", "RemoveWatcher" };
-	static const char *const proc[] = { "List", "SendSignal", "SendInput", "CloseStdin",
-					    "Update" };
+	static const char *const supported[] = {
+		"process.Process/Start", "process.Process/Connect", "process.Process/List",
+		"process.Process/SendSignal", "process.Process/SendInput",
+		"process.Process/CloseStdin", "process.Process/Update", "filesystem.Filesystem/Stat",
+		"filesystem.Filesystem/ListDir", "filesystem.Filesystem/MakeDir",
+		"filesystem.Filesystem/Remove", "filesystem.Filesystem/Move",
+		"filesystem.Filesystem/WatchDir", "filesystem.Filesystem/CreateWatcher",
+		"filesystem.Filesystem/GetWatcherEvents", "filesystem.Filesystem/RemoveWatcher",
+	};
 	const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_TYPE);
-	const char *name = strchr(method, '/') + 1;
-	bool is_fs = !strncmp(method, "filesystem.", 11), known = false;
+	const char *name = strchr(method, '/') + 1, *why = "";
+	enum MHD_Result (*fail)(struct MHD_Connection *, enum connect_code, const char *);
+	enum connect_codec any;
+	const uint8_t *msg = body, *json;
+	size_t msglen = len, jsonlen;
+	struct e2b_codec c = { 0 };
+	bool known = false;
 	enum MHD_Result ret;
 	struct sandbox *sb;
-	char err[400];
+	char err[400], *owned;
 	int st;
 
-	if (!strcmp(method, "process.Process/Start") || !strcmp(method, "process.Process/Connect")) {
-		if (!connect_is_stream_type(ct))
-			return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, "Start and Connect are "
-						"streams: application/connect+json");
-		return name[0] == 'S' ? e2b_proc_start(e, conn, id, caller, body, len) :
-		       e2b_proc_connect(e, conn, id, body, len);
-	}
-	if (!strcmp(method, "filesystem.Filesystem/WatchDir")) {
-		if (!connect_is_stream_type(ct))
-			return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, "WatchDir is a stream: "
-						"application/connect+json");
-		return e2b_watch_dir(e, conn, id, caller, body, len);
-	}
-	for (size_t i = 0; is_fs && i < sizeof(fs) / sizeof(fs[0]); i++)
-		known |= !strcmp(name, fs[i]);
-	for (size_t i = 0; !is_fs && i < sizeof(proc) / sizeof(proc[0]); i++)
-		known |= !strcmp(name, proc[i]);
+	for (size_t i = 0; i < sizeof(supported) / sizeof(supported[0]); i++)
+		known |= !strcmp(method, supported[i]);
+	st = e2b_codec_of(method, ct, &c);
+	/* A stream's errors as a stream's, a unary call's as such; for a
+	 * method envd does not have, as the client's Content-Type says. */
+	fail = (st == -ENOENT ? !connect_stream_codec(ct, &any) : c.stream) ? e2b_stream_error :
+	       e2b_rpc_error;
 	if (!known) {
 		snprintf(err, sizeof(err), "%s is not supported by mayfly's envd yet (docs/e2b.md)",
 			 method);
-		/* A stream's as a stream's, a unary one's as such. */
-		return connect_is_stream_type(ct) ? e2b_stream_error(conn, CONNECT_UNIMPLEMENTED, err) :
-		       e2b_rpc_error(conn, CONNECT_UNIMPLEMENTED, err);
+		return fail(conn, CONNECT_UNIMPLEMENTED, err);
 	}
-	if (!connect_is_unary_type(ct))
-		return e2b_rpc_error(conn, CONNECT_INVALID_ARGUMENT,
-				     "a unary call's body is application/json");
-	if (strstr(name, "Watcher"))
-		return e2b_watcher_call(e, conn, name, id, caller, body, len);
-	st = service_get(e->svc, id, &sb, err, sizeof(err));
 	if (st)
-		return e2b_rpc_error(conn, st == 404 ? CONNECT_NOT_FOUND : CONNECT_UNAVAILABLE, err);
-	if (is_fs)
-		ret = filesystem(e, conn, name, sb, caller, body, len);
-	else if (!strcmp(name, "List"))
-		ret = list(e, conn, sb);
-	else
-		ret = on_process(e, conn, name, sb, body, len);
-	service_put(e->svc, sb);
+		return fail(conn, CONNECT_INVALID_ARGUMENT, c.stream ?
+			    "a stream's body is application/connect+json or application/connect+proto" :
+			    "a unary call's body is application/json or application/proto");
+	if (c.stream && connect_unwrap(body, len, &msg, &msglen, &why))
+		return fail(conn, CONNECT_INVALID_ARGUMENT, why);
+	st = e2b_codec_request(&c, msg, msglen, &json, &jsonlen, &owned, err, sizeof(err));
+	if (st)
+		return fail(conn, st == -EINVAL ? CONNECT_INVALID_ARGUMENT : CONNECT_INTERNAL, err);
+	if (!strcmp(method, "process.Process/Start"))
+		ret = e2b_proc_start(e, conn, &c, id, caller, json, jsonlen);
+	else if (!strcmp(method, "process.Process/Connect"))
+		ret = e2b_proc_connect(e, conn, &c, id, json, jsonlen);
+	else if (!strcmp(name, "WatchDir"))
+		ret = e2b_watch_dir(e, conn, &c, id, caller, json, jsonlen);
+	else if (strstr(name, "Watcher"))
+		ret = e2b_watcher_call(e, conn, &c, name, id, caller, json, jsonlen);
+	else if ((st = service_get(e->svc, id, &sb, err, sizeof(err))))
+		ret = e2b_rpc_error(conn, st == 404 ? CONNECT_NOT_FOUND : CONNECT_UNAVAILABLE, err);
+	else {
+		if (!strncmp(method, "filesystem.", 11))
+			ret = filesystem(e, conn, &c, name, sb, caller, json, jsonlen);
+		else if (!strcmp(name, "List"))
+			ret = list(e, conn, &c, sb);
+		else
+			ret = on_process(e, conn, &c, name, sb, json, jsonlen);
+		service_put(e->svc, sb);
+	}
+	free(owned);
 	return ret;
 }

@@ -72,6 +72,7 @@ struct watch_stream {
 	int keepalive_ms;
 	bool ended;
 	struct connect_queue q;
+	struct e2b_codec codec;        /* its call's */
 	char end_why[300];            /* the watch's end, for its record; "" none */
 	char name[E2B_MAX_NAME + 1];
 };
@@ -95,11 +96,11 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;   /* the client went */
 		}
 		if (rc < 0) {
-			connect_queue_push(&ws->q, CONNECT_FLAG_END_STREAM,
-					   connect_end_stream_json(code_of_end(rc), ws->end_why));
+			e2b_codec_push(&ws->codec, &ws->q, CONNECT_FLAG_END_STREAM,
+				       connect_end_stream_json(code_of_end(rc), ws->end_why));
 			ws->ended = true;
-		} else if (!connect_queue_push(&ws->q, 0, rc ? e2b_watch_event(kind, ws->name) :
-					       e2b_watch_keepalive())) {
+		} else if (!e2b_codec_push(&ws->codec, &ws->q, 0, rc ? e2b_watch_event(kind, ws->name) :
+					   e2b_watch_keepalive())) {
 			return MHD_CONTENT_READER_END_WITH_ERROR;   /* out of memory */
 		}
 	}
@@ -127,20 +128,16 @@ static int keepalive_ms(struct MHD_Connection *conn)
 	return (int)s * 1000;
 }
 
-enum MHD_Result e2b_watch_dir(struct e2b_server *e, struct MHD_Connection *conn, const char *id,
-			      const char *caller, const uint8_t *body, size_t len)
+enum MHD_Result e2b_watch_dir(struct e2b_server *e, struct MHD_Connection *conn,
+			      const struct e2b_codec *c, const char *id, const char *caller,
+			      const uint8_t *json, size_t len)
 {
 	char path[API_MAX_PATH + 1], err[400];
-	const uint8_t *msg;
-	const char *why = "";
 	struct watch_stream *ws;
 	enum connect_code code;
-	size_t msglen;
 	bool recursive;
 
-	if (connect_unwrap(body, len, &msg, &msglen, &why))
-		return e2b_stream_error(conn, CONNECT_INVALID_ARGUMENT, why);
-	code = watch_request(msg, msglen, path, sizeof(path), &recursive, err, sizeof(err));
+	code = watch_request(json, len, path, sizeof(path), &recursive, err, sizeof(err));
 	if (code)
 		return e2b_stream_error(conn, code, err);
 	ws = calloc(1, sizeof(*ws));
@@ -153,12 +150,13 @@ enum MHD_Result e2b_watch_dir(struct e2b_server *e, struct MHD_Connection *conn,
 	}
 	ws->client_fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd;
 	ws->keepalive_ms = keepalive_ms(conn);
-	if (!connect_queue_push(&ws->q, 0, e2b_watch_start())) {
+	ws->codec = *c;
+	if (!e2b_codec_push(&ws->codec, &ws->q, 0, e2b_watch_start())) {
 		watch_free(ws);
 		return e2b_stream_error(conn, CONNECT_INTERNAL, "out of memory");
 	}
 	return http_send_stream(conn, 200, MHD_SIZE_UNKNOWN, STREAM_BLOCK, watch_reader, ws,
-				watch_free, "application/connect+json");
+				watch_free, connect_content_type(c->codec, true));
 }
 
 /* ---- the watchers GetWatcherEvents polls ---- */
@@ -196,12 +194,14 @@ void e2b_watchers_free(struct e2b_watchers *t)
 	free(t);
 }
 
-/* A free entry (idle ones past E2B_WATCHER_IDLE_S freed first), marked
- * busy, the lock held; NULL: none. */
-static struct watcher *free_entry_locked(struct e2b_watchers *t)
+/* A free entry for sandbox sb (idle ones past E2B_WATCHER_IDLE_S freed
+ * first), marked busy and sb's, the lock held; NULL: none, or sb has
+ * E2B_SANDBOX_WATCHERS already (*sb_full). */
+static struct watcher *free_entry_locked(struct e2b_watchers *t, const char *sb, bool *sb_full)
 {
 	uint64_t now = clock_now_ns();
 	struct watcher *free_one = NULL;
+	int of_sb = 0;
 
 	for (int i = 0; i < E2B_MAX_WATCHERS; i++) {
 		struct watcher *x = &t->list[i];
@@ -212,11 +212,16 @@ static struct watcher *free_entry_locked(struct e2b_watchers *t)
 			calls_watch_close(x->w, "not polled");
 			x->id[0] = '\0';
 		}
-		if (!x->id[0] && !free_one)
+		if ((x->id[0] || x->busy) && !strcmp(x->sandbox, sb))
+			of_sb++;
+		else if (!x->id[0] && !x->busy && !free_one)
 			free_one = x;
 	}
-	if (free_one)
-		free_one->busy = true;
+	*sb_full = of_sb >= E2B_SANDBOX_WATCHERS;
+	if (*sb_full || !free_one)
+		return NULL;
+	free_one->busy = true;
+	snprintf(free_one->sandbox, sizeof(free_one->sandbox), "%s", sb);
 	return free_one;
 }
 
@@ -250,24 +255,25 @@ static void give_back(struct e2b_watchers *t, struct watcher *x, bool remove, co
 }
 
 static enum MHD_Result create_watcher(struct e2b_server *e, struct MHD_Connection *conn,
-				      const char *id, const char *caller, const uint8_t *body,
-				      size_t len)
+				      const struct e2b_codec *c, const char *id, const char *caller,
+				      const uint8_t *body, size_t len)
 {
-	char path[API_MAX_PATH + 1], err[400];
+	char path[API_MAX_PATH + 1], err[400], wid[sizeof(((struct watcher *)0)->id)];
 	uint8_t rnd[16];
 	struct watcher *x;
 	enum connect_code code;
-	bool recursive;
+	bool recursive, sb_full;
 
 	code = watch_request(body, len, path, sizeof(path), &recursive, err, sizeof(err));
 	if (code)
 		return e2b_rpc_error(conn, code, err);
 	pthread_mutex_lock(&e->watchers->lock);
-	x = free_entry_locked(e->watchers);
+	x = free_entry_locked(e->watchers, id, &sb_full);
 	pthread_mutex_unlock(&e->watchers->lock);
 	if (!x) {
-		snprintf(err, sizeof(err), "%d watchers exist already: remove one (RemoveWatcher)",
-			 E2B_MAX_WATCHERS);
+		snprintf(err, sizeof(err), "%d watchers exist already%s: remove one (RemoveWatcher)",
+			 sb_full ? E2B_SANDBOX_WATCHERS : E2B_MAX_WATCHERS,
+			 sb_full ? " in this sandbox" : "");
 		return e2b_rpc_error(conn, CONNECT_RESOURCE_EXHAUSTED, err);
 	}
 	code = getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd) ? CONNECT_OK :
@@ -277,22 +283,22 @@ static enum MHD_Result create_watcher(struct e2b_server *e, struct MHD_Connectio
 	else
 		code = open_watch(e, id, caller, path, recursive, &x->w, err, sizeof(err));
 	pthread_mutex_lock(&e->watchers->lock);
-	if (!code) {
+	if (!code)
 		for (size_t i = 0; i < sizeof(rnd); i++)
 			snprintf(x->id + 2 * i, 3, "%02x", rnd[i]);
-		snprintf(x->sandbox, sizeof(x->sandbox), "%s", id);
-	}
+	/* Once given back, another call may remove it: its id copied first. */
+	snprintf(wid, sizeof(wid), "%s", x->id);
 	x->busy = false;
 	x->used_ns = clock_now_ns();
 	pthread_mutex_unlock(&e->watchers->lock);
 	if (code)
 		return e2b_rpc_error(conn, code, err);
-	return http_send_json(conn, 200, json_pack("{s:s}", "watcherId", x->id));
+	return e2b_codec_reply(conn, c, json_pack("{s:s}", "watcherId", wid));
 }
 
 /* GetWatcherEvents: what has come, E2B_WATCH_BATCH at most, none waited for. */
 static enum MHD_Result watcher_events(struct e2b_server *e, struct MHD_Connection *conn,
-				      struct watcher *x)
+				      const struct e2b_codec *c, struct watcher *x)
 {
 	char name[E2B_MAX_NAME + 1], why[300];
 	json_t *events = json_array();
@@ -314,18 +320,18 @@ static enum MHD_Result watcher_events(struct e2b_server *e, struct MHD_Connectio
 	give_back(e->watchers, x, false, NULL);
 	if (!events)
 		return e2b_rpc_error(conn, CONNECT_INTERNAL, "out of memory");
-	return http_send_json(conn, 200, json_pack("{s:o}", "events", events));
+	return e2b_codec_reply(conn, c, json_pack("{s:o}", "events", events));
 }
 
 enum MHD_Result e2b_watcher_call(struct e2b_server *e, struct MHD_Connection *conn,
-				 const char *name, const char *id, const char *caller,
-				 const uint8_t *body, size_t len)
+				 const struct e2b_codec *c, const char *name, const char *id,
+				 const char *caller, const uint8_t *body, size_t len)
 {
 	char wid[64], err[300];
 	struct watcher *x;
 
 	if (!strcmp(name, "CreateWatcher"))
-		return create_watcher(e, conn, id, caller, body, len);
+		return create_watcher(e, conn, c, id, caller, body, len);
 	if (e2b_parse_watcher_id(body, len, wid, sizeof(wid), err, sizeof(err)))
 		return e2b_rpc_error(conn, CONNECT_INVALID_ARGUMENT, err);
 	x = take(e->watchers, id, wid);
@@ -335,7 +341,7 @@ enum MHD_Result e2b_watcher_call(struct e2b_server *e, struct MHD_Connection *co
 		return e2b_rpc_error(conn, CONNECT_NOT_FOUND, err);
 	}
 	if (!strcmp(name, "GetWatcherEvents"))
-		return watcher_events(e, conn, x);
+		return watcher_events(e, conn, c, x);
 	give_back(e->watchers, x, true, NULL);
-	return http_send_json(conn, 200, json_object());
+	return e2b_codec_reply(conn, c, json_object());
 }

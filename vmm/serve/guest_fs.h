@@ -1,4 +1,4 @@
-/* guest_fs.h - the guest agent's one-shot file system requests from the host: stat, mkdir, rename, remove. */
+/* guest_fs.h - the guest agent's one-shot file system requests from the host: stat, mkdir, rename, remove, and the guest's figures (sysinfo). */
 #ifndef MAYFLY_SERVE_GUEST_FS_H
 #define MAYFLY_SERVE_GUEST_FS_H
 
@@ -12,6 +12,14 @@
  * message when it refused; a frame out of shape is -EPROTO). */
 int guest_fs_stat(struct agent_client *c, const char *path, struct proto_stat *st,
 		  uint64_t deadline_ns, char *why, size_t whylen);
+/* The same, where the agent's refusal (the path gone, say) is no error:
+ * 0 with *found false. -errno only when the call itself failed. */
+int guest_fs_stat_if(struct agent_client *c, const char *path, struct proto_stat *st, bool *found,
+		     uint64_t deadline_ns, char *why, size_t whylen);
+/* The guest's CPUs, CPU time, memory, and the file system holding path
+ * into *si (checked: figures that cannot be are -EPROTO, the agent broken). */
+int guest_fs_sysinfo(struct agent_client *c, const char *path, struct proto_sysinfo *si,
+		     uint64_t deadline_ns, char *why, size_t whylen);
 /* mkdir (with parents: mkdir -p), the last component exactly `mode`. */
 int guest_fs_mkdir(struct agent_client *c, const char *path, uint32_t mode, bool parents,
 		   uint64_t deadline_ns, char *why, size_t whylen);

@@ -271,7 +271,7 @@ static enum MHD_Result do_files(struct http_server *h, struct MHD_Connection *co
 		calls_remove(h->svc, sb, rq->caller, path, query_true(conn, "recursive"), &r);
 		return send_result(h, conn, &r);
 	case API_FILE_LIST:
-		calls_file_list(h->svc, sb, rq->caller, path, &j, &r);
+		calls_file_list(h->svc, sb, rq->caller, path, false, &j, &r);
 		if (r.status != 200)
 			return send_result(h, conn, &r);
 		return http_send_json(conn, 200, json_pack("{s:s, s:o}", "path", path, "entries", j));

@@ -71,6 +71,7 @@ struct sandbox {
 	char reason[256];          /* why SB_EXITED or SB_DAMAGED, for a person */
 	int64_t created;           /* Unix seconds */
 	uint64_t created_ns, last_used_ns;   /* CLOCK_MONOTONIC */
+	uint64_t cpu_busy, cpu_total;   /* the guest's CPU ticks at its last metrics call */
 	struct registry_record rec;
 	char **env;                /* "K=V" for every exec */
 	int nenv;

@@ -106,6 +106,23 @@ const cases = [
     expect(out === "hello\n" && err === "err\n", "callbacks saw the same output", { out, err });
   }],
 
+  ["metrics", 120, "getMetrics: the guest's CPUs, memory and disk; a busy loop's CPU share and a file's disk use", async () => {
+    const sbx = await box();
+    const m = await sbx.getMetrics();
+    expect(Array.isArray(m) && m.length === 1, "one sample, now", m);
+    const a = m[0];
+    expect(a.timestamp instanceof Date && !isNaN(a.timestamp) && a.cpuCount >= 1 &&
+      a.memTotal > 64 * 2 ** 20 && a.memUsed > 0 && a.memUsed <= a.memTotal &&
+      a.diskTotal > 0 && a.diskUsed > 0 && a.diskUsed <= a.diskTotal, "a sample that holds together", a);
+    await sbx.commands.run("timeout 3 sh -c 'while :; do :; done' || true; " +
+      "head -c 33554432 /dev/zero >/root/metrics.bin && sync", { timeoutMs: 60_000 });
+    const b = (await sbx.getMetrics())[0];
+    expect(b.cpuUsedPct > 1 && b.cpuUsedPct <= 100, "the busy loop's share since the last call", b);
+    expect(b.diskUsed - a.diskUsed >= 16 * 2 ** 20, "the 32 MiB file in the disk's use",
+      { before: a.diskUsed, after: b.diskUsed });
+    await sbx.commands.run("rm -f /root/metrics.bin");
+  }],
+
   ["exit", 60, "a non-zero exit throws CommandExitError with the exit code", async () => {
     const e = await rejection((await box()).commands.run("exit 3"), "run('exit 3')");
     expect(e instanceof CommandExitError && e.exitCode === 3, "CommandExitError, exitCode 3", e);
