@@ -225,6 +225,27 @@ Test(proto_json, hostile_bytes_are_refused_with_a_reason)
 		       "\xff\xff\xff\x02", 11, "overlong varint");
 	assert_refused(&filesystem__list_dir_request__descriptor, long_varint, sizeof(long_varint),
 		       "malformed field tag");
+	/* 600,000 empty args in a 1.2 MB message: refused at the bound, not built. */
+	{
+		size_t n = 600000, len = 2 + 4 + 2 * n;
+		uint8_t *m = malloc(len), *p = m;
+
+		cr_assert_not_null(m);
+		*p++ = 0x0a;   /* process: a length of 4 bytes, 2n + 2 */
+		*p++ = (uint8_t)(((2 * n + 2) & 0x7f) | 0x80);
+		*p++ = (uint8_t)((((2 * n + 2) >> 7) & 0x7f) | 0x80);
+		*p++ = (uint8_t)(((2 * n + 2) >> 14) & 0x7f);
+		*p++ = 0x0a;   /* cmd "" */
+		*p++ = 0x00;
+		for (size_t i = 0; i < n; i++) {
+			*p++ = 0x12;   /* args "" */
+			*p++ = 0x00;
+		}
+		assert_refused(&process__start_request__descriptor, m, (size_t)(p - m),
+			       "more than 8192 values");
+		free(m);
+		(void)len;
+	}
 	/* A packed field that is not repeated, and a nested message cut short. */
 	assert_refused(&filesystem__list_dir_request__descriptor, "\x12\x01\x01", 3, "packed");
 	assert_refused(&process__start_request__descriptor, "\x0a\x03\x0a\x05/b", 5,

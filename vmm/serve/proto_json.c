@@ -23,6 +23,7 @@ enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I
 struct why {
 	char *buf;
 	size_t len;
+	size_t values;             /* decoding: values made so far */
 };
 
 static int fail(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -215,6 +216,10 @@ static int put_member(json_t *obj, const ProtobufCFieldDescriptor *f, json_t *v,
 	char name[NAME_MAX_JSON];
 	json_t *have;
 
+	if (++w->values > PROTO_JSON_MAX_VALUES) {
+		json_decref(v);
+		return fail(w, "more than %d values", PROTO_JSON_MAX_VALUES);
+	}
 	json_name(f->name, name);
 	if (f->label != PROTOBUF_C_LABEL_REPEATED)
 		return json_object_set_new(obj, name, v) ? -ENOMEM : 0;
@@ -363,7 +368,7 @@ out_free:
 json_t *proto_json_decode(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
 			  char *err, size_t errlen)
 {
-	struct why w = { err, errlen };
+	struct why w = { err, errlen, 0 };
 
 	return decode_message(d, buf, len, 0, &w);
 }
@@ -704,7 +709,7 @@ static int encode_message(const ProtobufCMessageDescriptor *d, const json_t *j, 
 int proto_json_encode(const ProtobufCMessageDescriptor *d, const json_t *j, uint8_t **out,
 		      size_t *outlen, char *err, size_t errlen)
 {
-	struct why w = { err, errlen };
+	struct why w = { err, errlen, 0 };
 	struct out o = { 0 };
 	int rc = encode_message(d, j, &o, 0, &w);
 

@@ -9,6 +9,7 @@
 
 #define PROTO_JSON_MAX_DEPTH 16          /* messages within messages */
 #define PROTO_JSON_MAX_OUT   (64u << 20) /* an encoded message */
+#define PROTO_JSON_MAX_VALUES 8192       /* a decoded message's fields and elements */
 
 /*
  * The JSON mapping (protobuf.dev/programming-guides/json), as far as
@@ -28,7 +29,9 @@
  * fields left out. Refused, NULL with one line in err naming the field:
  * a truncated or overlong varint or length, a group, a wire type that is
  * not the field's, a string that is not UTF-8 or holds a NUL, messages
- * nested past PROTO_JSON_MAX_DEPTH, field number 0. */
+ * nested past PROTO_JSON_MAX_DEPTH, more than PROTO_JSON_MAX_VALUES values
+ * (a 2-byte field would otherwise cost a JSON value of ~100 bytes: the
+ * bound the JSON codec's json_shape check gives), field number 0. */
 json_t *proto_json_decode(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
 			  char *err, size_t errlen);
 
