@@ -16,7 +16,7 @@
 # usage: run-containerd-tests.sh SHIM GUESTDIR TOOLDIR
 #   SHIM     containerd-shim-mayfly-v2
 #   GUESTDIR the default guest (vmlinux, initramfs.cpio.gz)
-#   TOOLDIR  containerd, ctr, mke2fs, ptyrun, mfbox.tar, mfnoprog.tar, mfdebian.tar (e2e-suite
+#   TOOLDIR  containerd, ctr, mke2fs, ptyrun, mfbox.tar, mfnoprog.tar, mfmusl.tar, mfdebian.tar (e2e-suite
 #            stages them)
 #
 # Needs root and a /dev/kvm that runs Linux (the nested harness's L1, or a real
@@ -41,7 +41,7 @@ case_timeout=${E2E_CASE_TIMEOUT:-180}
 need_kvm e2e-agent
 [ "$(id -u)" = 0 ] || bail "containerd and its shims run as root"
 need_guest "$guestdir" vmlinux initramfs.cpio.gz
-for t in containerd ctr mke2fs ptyrun mfbox.tar mfnoprog.tar mfdebian.tar; do
+for t in containerd ctr mke2fs ptyrun mfbox.tar mfnoprog.tar mfmusl.tar mfdebian.tar; do
 	[ -e "$tools/$t" ] || bail "$tools/$t is missing (e2e-suite stages it)"
 done
 tap_workdir ctr-tests
@@ -181,6 +181,22 @@ else
 	grep -qx root "$work/out" || fail "id -un is not root from the image's /etc/passwd"
 fi
 tap "an ordinary Debian 12 image (merged /usr, dynamic glibc, python3): its own programs run, exit 3 is ctr's"
+
+# An image shaped as Alpine's (make-ctr-images): musl's dynamic loader and
+# libc at /lib/ld-musl-x86_64.so.1, no glibc and no shell; its program reads
+# the image's /etc/passwd through musl.
+c image import --snapshotter overlayfs "$tools/mfmusl.tar"
+if [ "$rc" != 0 ]; then
+	fail "ctr image import of mfmusl failed: $(head -c 300 "$work/err")"
+else
+	c run --rm --snapshotter overlayfs --runtime io.containerd.mayfly.v2 \
+		docker.io/library/mfmusl:1 m1 /usr/bin/mfhello 5
+	want_rc 5
+	[ "$(sed -n 1p "$work/out")" = musl ] ||
+		fail "mfhello did not run on musl: $(head -c 200 "$work/out"; head -c 300 "$work/err")"
+	[ "$(sed -n 2p "$work/out")" = root ] || fail "musl's getpwuid did not read the image's /etc/passwd"
+fi
+tap "a musl image shaped as Alpine's (its own loader and libc, no glibc, no shell): its program runs, exit 5 is ctr's"
 
 # shellcheck disable=SC2086
 c run --rm $run_flags --memory-limit 209715200 --cpus 2 "$img" r5 \
