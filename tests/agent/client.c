@@ -39,12 +39,29 @@ static const char *agent_path(void)
 	return p;
 }
 
-/* Fork and exec the agent; conn >= 0 becomes its fd 10 (for --fd 10). */
+/* Fork and exec the agent; conn >= 0 becomes its fd 10 (for --fd 10).
+ * With MAYFLY_AGENT_EMULATOR (qemu-aarch64-static) the agent is another
+ * architecture's, run under that emulator: EMULATOR AGENT ARGS... */
 static void spawn_agent(struct client *c, char *const *args, int conn)
 {
 	/* Asserted here: an assert in the forked child would report from a stranger. */
-	const char *path = agent_path();
-	pid_t pid = fork();
+	const char *path = agent_path(), *emulator = getenv("MAYFLY_AGENT_EMULATOR");
+	char *argv[16] = { 0 };
+	size_t n = 0;
+	pid_t pid;
+
+	if (emulator && *emulator) {
+		argv[n++] = (char *)emulator;
+		argv[n++] = (char *)path;
+		path = emulator;
+	} else {
+		argv[n++] = args[0];
+	}
+	for (size_t i = 1; args[i]; i++) {
+		cr_assert_lt(n, sizeof(argv) / sizeof(argv[0]) - 1);
+		argv[n++] = args[i];
+	}
+	pid = fork();
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -53,7 +70,7 @@ static void spawn_agent(struct client *c, char *const *args, int conn)
 		/* dup2 onto itself would keep CLOEXEC: clear it explicitly. */
 		if (conn >= 0 && (dup2(conn, 10) < 0 || fcntl(10, F_SETFD, 0) < 0))
 			_exit(127);
-		execv(path, args);
+		execv(path, argv);
 		_exit(127);
 	}
 	c->agent = pid;
