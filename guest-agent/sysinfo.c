@@ -2,7 +2,6 @@
 #include "agent.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>

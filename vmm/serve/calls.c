@@ -809,6 +809,14 @@ static void add_entry(void *opaque, const char *name, uint32_t type, uint32_t mo
 						"size", (json_int_t)size));
 }
 
+int calls_child_path(char *out, size_t cap, const char *dir, const char *name)
+{
+	size_t len = strlen(dir);
+	int n = snprintf(out, cap, "%s%s%s", dir, len && dir[len - 1] == '/' ? "" : "/", name);
+
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
 struct list_args {
 	json_t *entries;
 	bool mtime;
@@ -830,13 +838,10 @@ static int list_op(struct file_call *fc, void *opaque)
 		char child[API_MAX_PATH + 1];
 		struct proto_stat st;
 		bool found;
-		int n;
 
 		if (i == CALLS_LIST_STAT_MAX)
 			break;
-		n = snprintf(child, sizeof(child), "%s%s%s", fc->path,
-			     fc->path[strlen(fc->path) - 1] == '/' ? "" : "/", name);
-		if (n < 0 || (size_t)n >= sizeof(child))
+		if (calls_child_path(child, sizeof(child), fc->path, name))
 			continue;
 		rc = guest_fs_stat_if(fc->c, child, &st, &found, fc->deadline, fc->why,
 				      sizeof(fc->why));

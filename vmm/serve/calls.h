@@ -90,6 +90,10 @@ int calls_get_begin(struct service *svc, struct sandbox *sb, const char *caller,
 ssize_t calls_get_read(struct file_get *g, void *buf, size_t len);
 void calls_get_end(struct file_get *g);
 
+/* dir/name into out (cap bytes), one '/' between them (dir "/" too): 0,
+ * or -ENAMETOOLONG when it does not fit. A listing's entry's path. */
+int calls_child_path(char *out, size_t cap, const char *dir, const char *name);
+
 /* *out: a JSON array on 200, each entry {name, type, mode, size}; with
  * mtime also its modification time (Unix seconds, a stat each, the first
  * CALLS_LIST_STAT_MAX entries; an entry gone meanwhile has none). */

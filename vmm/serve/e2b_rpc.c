@@ -133,10 +133,9 @@ static int list_into(struct e2b_server *e, struct sandbox *sb, const char *calle
 	json_array_foreach(files, i, f) {
 		char child[API_MAX_PATH + 1];
 		const char *name = json_string_value(json_object_get(f, "name")) ?: "";
-		int n = snprintf(child, sizeof(child), "%s%s%s", path,
-				 path[strlen(path) - 1] == '/' ? "" : "/", name);
 
-		if (n < 0 || (size_t)n >= sizeof(child) || json_array_size(out) >= MAX_LISTED)
+		if (calls_child_path(child, sizeof(child), path, name) ||
+		    json_array_size(out) >= MAX_LISTED)
 			continue;
 		json_array_append_new(out, entry(child, f));
 		if (depth > 1 && entry_type(json_string_value(json_object_get(f, "type")) ?: "") == 2 &&
