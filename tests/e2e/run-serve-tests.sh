@@ -11,7 +11,7 @@
 #
 # POSIX sh with busybox tools only: it also runs inside the harness's minimal L1.
 # Environment: E2E_SERVE_CYCLES create -> exec -> delete cycles per client of the
-# load case (8 clients; default 12, 96 cycles in all: 2-3 min nested; the long
+# load case (8 clients; default 8, 64 cycles in all: about 2 min nested; the long
 # mode in docs/reliability.md runs more).
 # Exit status: 0 all passed, 1 a point failed, 2 usage, 3 could not run.
 
@@ -24,7 +24,7 @@ busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cp cat date cmp
 mayfly=$1
 guestdir=$2
 tools=$3
-cycles=${E2E_SERVE_CYCLES:-12}
+cycles=${E2E_SERVE_CYCLES:-8}
 
 need_mayfly
 need_guest "$guestdir" vmlinux rootfs.ext4
@@ -722,7 +722,7 @@ tap "a VM's cgroup OOM kill (memory.max cut under its use): that sandbox exited,
 
 # ---- fault injection: the service killed at random points, restarted, checked ----
 
-kills=${E2E_SERVE_KILLS:-30}
+kills=${E2E_SERVE_KILLS:-20}
 : >"$work/fi.created"
 : >"$work/fi.deleted"
 : >"$work/fi.deleting"
