@@ -115,6 +115,15 @@ int snap_writer_add(struct snap_writer *w, uint32_t type, const void *payload, s
 	return 0;
 }
 
+int snap_writer_add_out(struct snap_writer *w, uint32_t type, struct snap_out *o,
+			const char **why)
+{
+	int rc = o->err ? o->err : snap_writer_add(w, type, o->data, o->len);
+
+	snap_out_free(o);
+	return rc ? errmsg_why(why, rc, "cannot add state section 0x%x: %s", type, strerror(-rc)) : 0;
+}
+
 int snap_writer_finish(struct snap_writer *w, const uint8_t **data, size_t *len)
 {
 	if (!w->out.err)

@@ -82,6 +82,10 @@ void snap_writer_init(struct snap_writer *w);
  * fails too). */
 int snap_writer_add(struct snap_writer *w, uint32_t type, const void *payload, size_t len)
 	__attribute__((warn_unused_result));
+/* snap_writer_add of what an encoder built in o (its own error first),
+ * o freed either way; on failure *why names the section. 0 or -errno. */
+int snap_writer_add_out(struct snap_writer *w, uint32_t type, struct snap_out *o,
+			const char **why) __attribute__((warn_unused_result));
 
 /* Append the end marker and write the file to `path` atomically: a
  * temporary file (mode 0600) in the same directory, fsync, rename. On failure

@@ -1,6 +1,7 @@
 /* devices.c - a VM's devices in a snapshot: one section each, the root's overlay as a file, a quiet vsock before saving. */
 #include "vm/devices.h"
 #include "lib/errmsg.h"
+#include "vm/arch.h"
 #include "vm/vm.h"
 #include "vm/snapshot.h"
 #include "snapshot/codec.h"
@@ -15,14 +16,6 @@
 /* Sections: format.h. A virtio device's slot follows from the builder's
  * order, which a restore repeats from the same config. */
 _Static_assert(VM_MAX_VIRTIO <= SNAP_SEC_VIRTIO_MAX, "a section per virtio slot");
-
-static int add(struct snap_writer *w, uint32_t type, struct snap_out *o, const char **why)
-{
-	int rc = o->err ? o->err : snap_writer_add(w, type, o->data, o->len);
-
-	snap_out_free(o);
-	return rc ? errmsg_why(why, rc, "cannot add state section 0x%x", type) : 0;
-}
 
 static int save_disks(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		      struct snapshot_files *files, uint64_t *overlay_bytes, const char **why)
@@ -48,7 +41,7 @@ static int save_disks(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		snap_out_init(&o);
 		rc = disk_cow_save_fd(d, overlay_fd, &o, why);
 		if (!rc)
-			rc = add(w, SNAP_SEC_OVERLAY(i), &o, why);
+			rc = snap_writer_add_out(w, SNAP_SEC_OVERLAY(i), &o, why);
 		else
 			snap_out_free(&o);
 		if (rc)
@@ -70,7 +63,7 @@ int vm_devices_save(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		snap_out_init(&o);
 		rc = virtio_mmio_save(vm->virtio[i], &o, why);
 		if (!rc)
-			rc = add(w, SNAP_SEC_VIRTIO(i), &o, why);
+			rc = snap_writer_add_out(w, SNAP_SEC_VIRTIO(i), &o, why);
 		else
 			snap_out_free(&o);
 	}
@@ -78,17 +71,13 @@ int vm_devices_save(struct vm *vm, int overlay_fd, struct snap_writer *w,
 		return rc;
 	snap_out_init(&o);
 	serial_save(&vm->serial, &o);
-	rc = add(w, SNAP_SEC_SERIAL, &o, why);
-	snap_out_init(&o);
-	i8042_save(&vm->i8042, &o);
+	rc = snap_writer_add_out(w, SNAP_SEC_SERIAL, &o, why);
 	if (!rc)
-		rc = add(w, SNAP_SEC_I8042, &o, why);
-	else
-		snap_out_free(&o);
+		rc = arch_devices_save(vm->arch, w, why);
 	snap_out_init(&o);
 	boot_timer_save(&vm->boot_timer, &o);
 	if (!rc)
-		rc = add(w, SNAP_SEC_BOOT_TIMER, &o, why);
+		rc = snap_writer_add_out(w, SNAP_SEC_BOOT_TIMER, &o, why);
 	else
 		snap_out_free(&o);
 	return rc;
@@ -123,9 +112,9 @@ int vm_devices_restore(struct vm *vm, const struct snapshot *s, const char **why
 	if (!(sec = need(s, SNAP_SEC_SERIAL, "serial", why)) ||
 	    (rc = serial_restore(&vm->serial, sec->data, sec->len, why)))
 		return sec ? rc : -EBADMSG;
-	if (!(sec = need(s, SNAP_SEC_I8042, "i8042", why)) ||
-	    (rc = i8042_restore(&vm->i8042, sec->data, sec->len, why)))
-		return sec ? rc : -EBADMSG;
+	rc = arch_devices_restore(vm->arch, s->file, why);
+	if (rc)
+		return rc;
 	if (!(sec = need(s, SNAP_SEC_BOOT_TIMER, "boot timer", why)) ||
 	    (rc = boot_timer_restore(&vm->boot_timer, sec->data, sec->len, why)))
 		return sec ? rc : -EBADMSG;

@@ -1,6 +1,6 @@
-/* kvm.c - open /dev/kvm, check capabilities, create the VM with its irqchip, PIT and memory. */
+/* kvm.c - open /dev/kvm, check capabilities, create the VM with its interrupt controller and memory. */
 #include "vm/kvm.h"
-#include "x86/layout.h"
+#include "vm/arch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,23 +28,18 @@ struct kvm_cap_need {
 };
 
 /* Every capability mayfly relies on, checked up front so a host that lacks
- * one fails at start with its name rather than later with an odd errno. */
+ * one fails at start with its name rather than later with an odd errno;
+ * then the architecture's own (arch_kvm_missing_cap). */
 static const struct kvm_cap_need caps_needed[] = {
 	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY" },
-	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
-	{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
-	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
-	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR" },
-	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
 	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
 	{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD" },
 	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
-	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
-	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS" },
 };
 
 int kvm_open(struct kvm *kvm, const char *device, const char **why)
 {
+	const char *missing;
 	int rc;
 
 	memset(kvm, 0, sizeof(*kvm));
@@ -69,6 +64,11 @@ int kvm_open(struct kvm *kvm, const char *device, const char **why)
 			rc = -ENOTSUP;
 			goto err_sys_fd;
 		}
+	}
+	if ((missing = arch_kvm_missing_cap(kvm->sys_fd))) {
+		*why = missing;
+		rc = -ENOTSUP;
+		goto err_sys_fd;
 	}
 	kvm->run_size = ioctl(kvm->sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (kvm->run_size < (int)sizeof(struct kvm_run)) {
@@ -109,8 +109,6 @@ static int set_memory_slots(struct kvm *kvm, const struct guest_mem *mem, uint32
 
 int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why)
 {
-	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	uint64_t identity = LAYOUT_KVM_IDENTITY_MAP;
 	int rc;
 
 	kvm->vm_fd = ioctl(kvm->sys_fd, KVM_CREATE_VM, 0);
@@ -118,31 +116,13 @@ int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why
 		*why = "KVM_CREATE_VM";
 		return -errno;
 	}
-	/* Intel VMX needs these pages for real mode; they sit in the MMIO hole. */
-	if (ioctl(kvm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)LAYOUT_KVM_TSS) < 0) {
-		*why = "KVM_SET_TSS_ADDR";
-		goto err_vm_fd;
-	}
-	if (ioctl(kvm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &identity) < 0) {
-		*why = "KVM_SET_IDENTITY_MAP_ADDR";
-		goto err_vm_fd;
-	}
-	if (ioctl(kvm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
-		*why = "KVM_CREATE_IRQCHIP";
-		goto err_vm_fd;
-	}
-	if (ioctl(kvm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
-		*why = "KVM_CREATE_PIT2";
-		goto err_vm_fd;
-	}
-	if (set_memory_slots(kvm, mem, 0) < 0) {
+	rc = arch_vm_create(kvm->vm_fd, why);
+	if (!rc && set_memory_slots(kvm, mem, 0) < 0) {
 		*why = "KVM_SET_USER_MEMORY_REGION";
-		goto err_vm_fd;
+		rc = -errno;
 	}
-	return 0;
-
-err_vm_fd:
-	rc = -errno;
+	if (!rc)
+		return 0;
 	close(kvm->vm_fd);
 	kvm->vm_fd = -1;
 	return rc;
@@ -158,7 +138,7 @@ int kvm_dirty_log_get(struct kvm *kvm, const struct guest_mem *mem, uint8_t *bit
 	uint64_t base = 0;
 
 	for (int i = 0; i < mem->nr_regions; i++) {
-		uint64_t pages = mem->regions[i].size / LAYOUT_PAGE_SIZE;
+		uint64_t pages = mem->regions[i].size / MEM_PAGE_SIZE;
 		/* KVM writes whole 64-bit words. */
 		uint64_t *slot = calloc((size_t)((pages + 63) / 64), sizeof(uint64_t));
 		struct kvm_dirty_log log = { .slot = (uint32_t)i, .dirty_bitmap = slot };

@@ -20,12 +20,13 @@ struct kvm {
 int kvm_open(struct kvm *kvm, const char *device, const char **why)
 	__attribute__((warn_unused_result));
 
-/* Create the VM: in-kernel irqchip (PIC, IOAPIC, LAPICs) and PIT, the
- * addresses KVM reserves for itself, and guest RAM as memory slots. */
+/* Create the VM: the architecture's in-kernel interrupt controller and
+ * timers (arch_vm_create), and guest RAM as memory slots. */
 int kvm_create_vm(struct kvm *kvm, const struct guest_mem *mem, const char **why)
 	__attribute__((warn_unused_result));
 
-/* Drive an ISA interrupt line (0-23) of the in-kernel irqchip. */
+/* Drive an interrupt line of the in-kernel interrupt controller (x86: an
+ * ISA line, 0-23). */
 int kvm_irq_line(struct kvm *kvm, unsigned irq, int level);
 
 /* Have KVM signal `fd` when the guest writes `datamatch` as a `len`-byte

@@ -6,10 +6,8 @@
 #include "lib/log.h"
 #include "snapshot/codec.h"
 #include "snapshot/workingset.h"
+#include "vm/arch.h"
 #include "vm/devices.h"
-#include "x86/cpu.h"
-#include "x86/vcpu_state.h"
-#include "x86/vm_state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,8 +142,7 @@ static int check_own_file(const struct snapshot *s, const char *name, const stru
 
 int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 {
-	static const uint32_t required[] = { SNAP_SEC_CONFIG, SNAP_SEC_CPUID, SNAP_SEC_VM,
-					     SNAP_SEC_FILES };
+	static const uint32_t required[] = { SNAP_SEC_CONFIG, SNAP_SEC_FILES };
 	char path[CONFIG_PATH_MAX + 64], name[32];
 	int rc;
 
@@ -165,13 +162,9 @@ int snapshot_load(struct snapshot *s, const char *dir, const char **why)
 		rc = config_decode(&s->cfg, snap_find(s->file, SNAP_SEC_CONFIG)->data,
 				   snap_find(s->file, SNAP_SEC_CONFIG)->len, why);
 	if (!rc)
-		rc = cpuid_decode(snap_find(s->file, SNAP_SEC_CPUID)->data,
-				  snap_find(s->file, SNAP_SEC_CPUID)->len, &s->cpuid, why);
+		rc = arch_snapshot_load(s->file, s->cfg.cpus, &s->arch, why);
 	if (!rc)
 		rc = files_decode(&s->files, snap_find(s->file, SNAP_SEC_FILES), why);
-	for (unsigned i = 0; !rc && i < s->cfg.cpus; i++)
-		if (!snap_find(s->file, SNAP_SEC_VCPU(i)))
-			rc = errmsg_why(why, -EBADMSG, "snapshot state has no section for vcpu %u", i);
 	if (!rc && snap_find(s->file, SNAP_SEC_WORKINGSET))
 		rc = workingset_decode(snap_find(s->file, SNAP_SEC_WORKINGSET)->data,
 				       snap_find(s->file, SNAP_SEC_WORKINGSET)->len,
@@ -197,67 +190,30 @@ void snapshot_free(struct snapshot *s)
 	s->dir = NULL;
 	free(s->state);
 	free(s->file);
-	free(s->cpuid);
+	arch_snapshot_free(s->arch);
 	free(s->ws);
 	s->ws = NULL;
 	s->nr_ws = 0;
 	s->state = NULL;
 	s->file = NULL;
-	s->cpuid = NULL;
+	s->arch = NULL;
 }
 
 /* ---- save ---- */
 
-/* Add a section built by an encoder; the buffer is freed either way. */
-static int add_section(struct snap_writer *w, uint32_t type, struct snap_out *o, const char **why)
-{
-	int rc = o->err ? o->err : snap_writer_add(w, type, o->data, o->len);
-
-	snap_out_free(o);
-	if (rc)
-		return errmsg_why(why, rc, "cannot add state section 0x%x: %s", type, strerror(-rc));
-	return 0;
-}
-
+/* The architecture's sections (VM-wide state, each vCPU, the CPU
+ * description), then the config. */
 static int save_cpu_state(struct vm *vm, struct snap_writer *w, const char **why)
 {
-	struct vcpu_msr_list msrs;
-	struct vm_state vs;
 	struct snap_out o;
-	int rc = vcpu_state_msr_list(vm->kvm.sys_fd, &msrs, why);
+	int rc = arch_snapshot_save(vm->arch, vm->kvm.sys_fd, vm->kvm.vm_fd, vm->vcpus, vm->nr_vcpus,
+				    w, why);
 
 	if (rc)
 		return rc;
-	rc = vm_state_save(vm->kvm.vm_fd, &vs, why);
-	if (rc)
-		return rc;
-	snap_out_init(&o);
-	vm_state_encode(&vs, &o);
-	rc = add_section(w, SNAP_SEC_VM, &o, why);
-	for (unsigned i = 0; !rc && i < vm->nr_vcpus; i++) {
-		struct vcpu_state cs;
-
-		rc = vcpu_state_save(vm->kvm.vm_fd, vm->vcpus[i].fd, &msrs, &cs, why);
-		if (rc)
-			break;
-		snap_out_init(&o);
-		vcpu_state_encode(&cs, &o);
-		vcpu_state_free(&cs);
-		rc = add_section(w, SNAP_SEC_VCPU(i), &o, why);
-	}
-	snap_out_init(&o);
-	cpuid_encode(vm->cpuid, &o);
-	if (!rc)
-		rc = add_section(w, SNAP_SEC_CPUID, &o, why);
-	else
-		snap_out_free(&o);
 	snap_out_init(&o);
 	config_encode(vm->cfg, &o);
-	if (!rc)
-		rc = add_section(w, SNAP_SEC_CONFIG, &o, why);
-	else
-		snap_out_free(&o);
-	return rc;
+	return snap_writer_add_out(w, SNAP_SEC_CONFIG, &o, why);
 }
 
 int vm_workingset_begin(struct vm *vm)
@@ -291,7 +247,7 @@ static int save_workingset(struct vm *vm, struct snap_writer *w, struct snapshot
 	snap_out_init(&o);
 	workingset_encode(bitmap, pages, &o, &stats->workingset_pages);
 	free(bitmap);
-	return add_section(w, SNAP_SEC_WORKINGSET, &o, why);
+	return snap_writer_add_out(w, SNAP_SEC_WORKINGSET, &o, why);
 }
 
 int vm_snapshot_capture(struct vm *vm, const struct snapshot_fds *fds, struct snap_writer *w,
@@ -326,7 +282,7 @@ int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
 		return rc;
 	snap_out_init(&o);
 	files_encode(f, &o);
-	rc = add_section(w, SNAP_SEC_FILES, &o, why);
+	rc = snap_writer_add_out(w, SNAP_SEC_FILES, &o, why);
 	if (!rc)
 		rc = snap_writer_write_fd(w, fds->state, why);
 	/* On disk before anyone renames them into place. */
@@ -552,47 +508,18 @@ int vm_snapshot_save(struct vm *vm, const char *tmp, const struct snapshot_sourc
 
 int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, const char **why)
 {
-	struct kvm_cpuid2 *host = NULL;
-	bool deadline = ioctl(kvm_sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
-	int rc = cpuid_get_supported(kvm_sys_fd, &host);
-
-	if (rc)
-		return errmsg_why(why, rc, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-rc));
-	rc = cpuid_check_host(s->cpuid, host, deadline, why);
-	free(host);
-	return rc;
+	return arch_snapshot_check_host(s->arch, kvm_sys_fd, why);
 }
 
+/* The devices (the architecture's among them), then the architecture's
+ * VM-wide and vCPU state, then the devices let go. */
 int vm_snapshot_restore(struct vm *vm, const struct snapshot *s, const char **why)
 {
-	struct vm_state vs;
-	const struct snap_section *sec = snap_find(s->file, SNAP_SEC_VM);
-	int rc = vm_state_decode(&vs, sec->data, sec->len, why);
+	int rc = vm_devices_restore(vm, s, why);
 
 	if (!rc)
-		rc = vm_devices_restore(vm, s, why);
-	if (!rc)
-		rc = vm_state_restore(vm->kvm.vm_fd, &vs, why);
-	for (unsigned i = 0; !rc && i < vm->nr_vcpus; i++) {
-		struct vcpu_state cs;
-		struct kvm_cpuid2 *mine;
-		size_t size = sizeof(*s->cpuid) + s->cpuid->nent * sizeof(s->cpuid->entries[0]);
-
-		sec = snap_find(s->file, SNAP_SEC_VCPU(i));
-		rc = vcpu_state_decode(&cs, sec->data, sec->len, why);
-		if (rc)
-			break;
-		mine = malloc(size);
-		if (!mine) {
-			vcpu_state_free(&cs);
-			return errmsg_why(why, -ENOMEM, "out of memory");
-		}
-		memcpy(mine, s->cpuid, size);
-		cpuid_patch(mine, i, vm->nr_vcpus);
-		rc = vcpu_state_restore(vm->kvm.vm_fd, vm->vcpus[i].fd, mine, &cs, why);
-		free(mine);
-		vcpu_state_free(&cs);
-	}
+		rc = arch_snapshot_restore(vm->arch, s->file, vm->kvm.vm_fd, vm->vcpus, vm->nr_vcpus,
+					   why);
 	if (!rc)
 		vm_devices_resume(vm);
 	return rc;

@@ -11,7 +11,7 @@
 #include "snapshot/format.h"
 
 struct vm;
-struct kvm_cpuid2;
+struct arch_snapshot;
 struct ws_range;
 
 /* The files of a snapshot directory. */
@@ -40,7 +40,7 @@ struct snapshot {
 	size_t state_len;
 	struct snap_file *file;
 	struct vm_config cfg;       /* as saved: the VM to rebuild */
-	struct kvm_cpuid2 *cpuid;   /* the table the guest was given */
+	struct arch_snapshot *arch; /* the architecture's part: its CPU description */
 	struct snapshot_files files;
 	struct ws_range *ws;        /* the working set's runs (NULL: none saved) */
 	size_t nr_ws;

@@ -5,8 +5,7 @@
 #include "lib/log.h"
 #include "seccomp/seccomp.h"
 #include "lib/thread.h"
-#include "x86/cpu.h"
-#include "x86/vcpu_state.h"
+#include "vm/arch.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,11 +22,8 @@ void vcpu_shared_init(struct vcpu_shared *sh)
 	pthread_cond_init(&sh->cond, NULL);
 }
 
-int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index, unsigned nr_vcpus,
-	      const struct kvm_cpuid2 *cpuid, int format, uint64_t entry)
+int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index)
 {
-	size_t cpuid_size = sizeof(*cpuid) + cpuid->nent * sizeof(cpuid->entries[0]);
-	struct kvm_cpuid2 *mine;
 	int rc;
 
 	memset(vcpu, 0, sizeof(*vcpu));
@@ -40,41 +36,12 @@ int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index, unsigne
 			 vcpu->fd, 0);
 	if (vcpu->run == MAP_FAILED) {
 		rc = -errno;
-		goto err_fd;
+		vcpu->run = NULL;
+		close(vcpu->fd);
+		vcpu->fd = -1;
+		return rc;
 	}
-
-	/* Each vCPU sees its own APIC id in CPUID, so each gets its own copy. */
-	mine = malloc(cpuid_size);
-	if (!mine) {
-		rc = -ENOMEM;
-		goto err_run;
-	}
-	memcpy(mine, cpuid, cpuid_size);
-	cpuid_patch(mine, index, nr_vcpus);
-	rc = ioctl(vcpu->fd, KVM_SET_CPUID2, mine) < 0 ? -errno : 0;
-	free(mine);
-	if (rc)
-		goto err_run;
-
-	if (format < 0)
-		return 0;
-	rc = regs_setup_msrs(vcpu->fd);
-	if (!rc)
-		rc = regs_setup_lapic(vcpu->fd);
-	/* Other vCPUs wait in the LAPIC for INIT-SIPI, as on real hardware. */
-	if (!rc && index == 0)
-		rc = regs_setup_boot_cpu(vcpu->fd, (enum kernel_format)format, entry);
-	if (rc)
-		goto err_run;
 	return 0;
-
-err_run:
-	munmap(vcpu->run, sh->run_size);
-	vcpu->run = NULL;
-err_fd:
-	close(vcpu->fd);
-	vcpu->fd = -1;
-	return rc;
 }
 
 /* End the VM with code and a reason (sh->stop: the first caller wins). */
@@ -93,12 +60,8 @@ static void vcpu_stop(struct vcpu *vcpu, int code, const char *fmt, ...)
 
 static void vcpu_log_fatal(struct vcpu *vcpu, int code, const char *what)
 {
-	struct kvm_regs regs;
-	unsigned long long rip = 0;
-
-	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) == 0)
-		rip = regs.rip;
-	vcpu_stop(vcpu, code, "vcpu%u: %s at rip=0x%llx", vcpu->index, what, rip);
+	vcpu_stop(vcpu, code, "vcpu%u: %s at pc=0x%llx", vcpu->index, what,
+		  (unsigned long long)arch_vcpu_pc(vcpu->fd));
 }
 
 static void vcpu_handle_io(struct vcpu *vcpu)
@@ -187,7 +150,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 static void vcpu_park(struct vcpu *vcpu)
 {
 	struct vcpu_shared *sh = vcpu->sh;
-	int rc = vcpu_state_settle(vcpu->fd, vcpu->run);
+	int rc = arch_vcpu_settle(vcpu->fd, vcpu->run);
 
 	if (rc)
 		vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: cannot settle for a pause: %s",

@@ -50,11 +50,9 @@ struct vcpu {
 /* The gate's lock and condition, once; the first block is the caller's. */
 void vcpu_shared_init(struct vcpu_shared *sh);
 
-/* Create vCPU `index` of nr_vcpus with CPUID (its own APIC id patched
- * in), MSRs, LAPIC and, for the boot CPU, entry registers; format < 0:
- * restored (the registers come from a snapshot: CPUID only). 0 or -errno. */
-int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index, unsigned nr_vcpus,
-	      const struct kvm_cpuid2 *cpuid, int format, uint64_t entry)
+/* Create vCPU `index` and map its kvm_run; its registers are the
+ * architecture's (arch_vcpu_init). 0 or -errno. */
+int vcpu_init(struct vcpu *vcpu, struct vcpu_shared *sh, unsigned index)
 	__attribute__((warn_unused_result));
 /* Its thread, waiting at the gate until vcpu_release. 0 or -errno. */
 int vcpu_start(struct vcpu *vcpu) __attribute__((warn_unused_result));

@@ -4,9 +4,6 @@
 #include "lib/exitcode.h"
 #include "lib/log.h"
 #include "lib/thread.h"
-#include "x86/boot.h"
-#include "x86/cpu.h"
-#include "x86/layout.h"
 #include "vm/cmdline.h"
 #include "vm/devices.h"
 #include "vm/snapshot.h"
@@ -14,9 +11,6 @@
 #include "lib/map_guard.h"
 #include "lib/sparse.h"
 
-_Static_assert(CONFIG_MAX_MEM_MIB <= LAYOUT_MEM_MAX_MIB, "--mem limit fits the layout");
-_Static_assert(CONFIG_CMDLINE_MAX == LAYOUT_CMDLINE_MAX, "one command-line limit");
-_Static_assert(VM_MAX_VIRTIO <= LAYOUT_VIRTIO_MAX_DEVICES, "a window and a line per device");
 _Static_assert(CONFIG_MAX_DISKS + 1 <= VM_MAX_VIRTIO, "every disk and vsock get a slot");
 
 #include <errno.h>
@@ -87,18 +81,19 @@ err_fd:
 
 /* Load the kernel and initrd into guest RAM. Needs no KVM, so bad files
  * are reported the same way on any host. */
-static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
+static int vm_load_guest(struct vm *vm)
 {
 	const struct vm_config *cfg = vm->cfg;
 	size_t size = 0;
 	uint8_t *data = NULL;
 	const char *why = "";
+	char what[128];
 	int rc;
 
 	rc = read_image("kernel", cfg->kernel, &data, &size);
 	if (rc)
 		return rc;
-	rc = boot_load_kernel(&vm->mem, data, size, kernel, &why);
+	rc = arch_load_kernel(vm->arch, &vm->mem, data, size, &why);
 	free(data);
 	if (rc) {
 		log_error("kernel '%s': %s", cfg->kernel, why);
@@ -108,16 +103,16 @@ static int vm_load_guest(struct vm *vm, struct kernel_image *kernel)
 		rc = read_image("initrd", cfg->initrd, &data, &vm->initrd_size);
 		if (rc)
 			return rc;
-		rc = boot_load_initrd(&vm->mem, kernel, data, vm->initrd_size, &vm->initrd_gpa, &why);
+		rc = arch_load_initrd(vm->arch, &vm->mem, data, vm->initrd_size, &vm->initrd_gpa,
+				      &why);
 		free(data);
 		if (rc) {
 			log_error("initrd '%s': %s", cfg->initrd, why);
 			return EXIT_BAD_IMAGE;
 		}
 	}
-	log_debug("kernel loaded: format %d, entry 0x%llx, [0x%llx, 0x%llx)", kernel->format,
-		  (unsigned long long)kernel->entry, (unsigned long long)kernel->load_start,
-		  (unsigned long long)kernel->load_end);
+	arch_describe_kernel(vm->arch, what, sizeof(what));
+	log_debug("kernel loaded: %s", what);
 	return 0;
 }
 
@@ -132,7 +127,7 @@ static int vm_compose_cmdline(struct vm *vm, struct cmdline *cl)
 	cmdline_init(cl, cfg->cmdline);
 	for (unsigned i = 0; i < vm->nr_virtio; i++)
 		cmdline_add(cl, "virtio_mmio.device=4K@0x%llx:%u",
-			    (unsigned long long)LAYOUT_VIRTIO_ADDR(i), LAYOUT_VIRTIO_IRQ(i));
+			    (unsigned long long)arch_virtio_addr(i), arch_virtio_irq(i));
 	/* With vsock, the guest's init starts its agent (guest-agent/). */
 	if (vm->vsock)
 		cmdline_add(cl, "mayfly.agent=1");
@@ -149,9 +144,8 @@ static int vm_compose_cmdline(struct vm *vm, struct cmdline *cl)
 	return 0;
 }
 
-/* The boot structures: zero page or PVH start info with the command line,
- * page tables, MP table. */
-static int vm_write_boot_params(struct vm *vm, const struct kernel_image *kernel)
+/* The boot structures, with the command line. */
+static int vm_write_boot_params(struct vm *vm)
 {
 	struct cmdline cl;
 	const char *why = "";
@@ -159,12 +153,8 @@ static int vm_write_boot_params(struct vm *vm, const struct kernel_image *kernel
 
 	if (rc)
 		return rc;
-	rc = boot_write_params(&vm->mem, kernel, cl.buf, vm->initrd_gpa, vm->initrd_size, &why);
-	/* PVH enters with paging off: it needs the GDT but no page tables. */
-	if (!rc && regs_write_boot_tables(&vm->mem, kernel->format != KERNEL_PVH))
-		rc = -EFAULT, why = "guest RAM too small for the boot page tables";
-	if (!rc && mptable_write(&vm->mem, vm->nr_vcpus))
-		rc = -EFAULT, why = "cannot write the MP table";
+	rc = arch_write_boot(vm->arch, &vm->mem, cl.buf, vm->initrd_gpa, vm->initrd_size,
+			     vm->nr_vcpus, &why);
 	if (rc) {
 		log_error("boot setup: %s", why);
 		return EXIT_USAGE;
@@ -298,8 +288,8 @@ static int vm_open_vsock(struct vm *vm)
  * ioeventfds served by the I/O thread, its interrupt as an irqfd. */
 static int vm_attach_virtio(struct vm *vm, struct virtio_mmio *m, unsigned slot)
 {
-	uint64_t base = LAYOUT_VIRTIO_ADDR(slot);
-	int rc = bus_register(&vm->mmio, base, LAYOUT_VIRTIO_MMIO_SIZE, virtio_mmio_io, m, m->name);
+	uint64_t base = arch_virtio_addr(slot);
+	int rc = bus_register(&vm->mmio, base, ARCH_VIRTIO_WINDOW, virtio_mmio_io, m, m->name);
 
 	if (rc)
 		return rc;
@@ -311,7 +301,7 @@ static int vm_attach_virtio(struct vm *vm, struct virtio_mmio *m, unsigned slot)
 		if (rc)
 			return rc;
 	}
-	return kvm_add_irqfd(&vm->kvm, LAYOUT_VIRTIO_IRQ(slot), m->irq_fd);
+	return kvm_add_irqfd(&vm->kvm, arch_virtio_irq(slot), m->irq_fd);
 }
 
 /* The UART's two hooks share one opaque: the VM (its KVM fd, its console). */
@@ -319,7 +309,7 @@ static void serial_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
 
-	kvm_irq_line(&vm->kvm, LAYOUT_COM1_IRQ, level);
+	kvm_irq_line(&vm->kvm, arch_serial_irq(), level);
 }
 
 static void serial_notify(void *opaque)
@@ -337,21 +327,20 @@ static void stop_hook(void *opaque, int code, const char *reason)
 
 static void guest_reset(void *opaque)
 {
-	vm_stop(opaque, EXIT_GUEST_RESET, "guest requested reset through the i8042");
+	vm_stop(opaque, EXIT_GUEST_RESET, "guest requested a reset");
 }
 
 static int vm_add_devices(struct vm *vm)
 {
-	serial_init(&vm->serial, serial_irq, serial_notify, vm);
-	i8042_init(&vm->i8042, guest_reset, vm);
-	boot_timer_init(&vm->boot_timer, vm->start_ns);
+	const struct arch_platform platform = {
+		.pio = &vm->pio, .mmio = &vm->mmio, .serial = &vm->serial,
+		.boot_timer = &vm->boot_timer, .reset = guest_reset, .opaque = vm,
+	};
 
-	if (bus_register(&vm->pio, LAYOUT_COM1_PORT, 8, serial_io, &vm->serial, "com1") ||
-	    bus_register(&vm->pio, LAYOUT_I8042_PORT, 1, i8042_data_io, &vm->i8042, "i8042") ||
-	    bus_register(&vm->pio, LAYOUT_I8042_CMD_PORT, 1, i8042_cmd_io, &vm->i8042, "i8042") ||
-	    bus_register(&vm->mmio, LAYOUT_BOOT_TIMER, LAYOUT_BOOT_TIMER_SIZE, boot_timer_io,
-			 &vm->boot_timer, "boot-timer")) {
-		log_error("cannot register the legacy devices on the bus");
+	serial_init(&vm->serial, serial_irq, serial_notify, vm);
+	boot_timer_init(&vm->boot_timer, vm->start_ns);
+	if (arch_add_devices(vm->arch, &platform)) {
+		log_error("cannot register the platform devices on the bus");
 		return EXIT_INTERNAL;
 	}
 	for (unsigned i = 0; i < vm->nr_virtio; i++) {
@@ -392,28 +381,16 @@ static int vm_open_kvm(struct vm *vm)
 	return 0;
 }
 
-/* The vCPUs with the CPUID table KVM offers (and the TSC-deadline timer
- * it emulates), or, restored, with the table the snapshot's guest had:
- * their registers then come from the snapshot (kernel NULL). */
-static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
+/* The vCPUs with the CPU description this host offers, or, restored,
+ * the one the snapshot's guest had: their registers then come from the
+ * snapshot. */
+static int vm_create_vcpus(struct vm *vm)
 {
-	int rc;
+	const char *why = "";
+	int rc = arch_cpus_prepare(vm->arch, vm->kvm.sys_fd, vm->snap ? vm->snap->arch : NULL, &why);
 
-	if (vm->snap) {
-		size_t size = sizeof(*vm->snap->cpuid) +
-			      vm->snap->cpuid->nent * sizeof(vm->snap->cpuid->entries[0]);
-
-		vm->cpuid = malloc(size);
-		rc = vm->cpuid ? 0 : -ENOMEM;
-		if (!rc)
-			memcpy(vm->cpuid, vm->snap->cpuid, size);
-	} else {
-		rc = cpuid_get_supported(vm->kvm.sys_fd, &vm->cpuid);
-		if (!rc && ioctl(vm->kvm.sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
-			cpuid_enable_tsc_deadline(vm->cpuid);
-	}
 	if (rc) {
-		log_error("cannot get the CPUID table: %s", strerror(-rc));
+		log_error("%s", why);
 		return EXIT_INTERNAL;
 	}
 	vm->cpus.vm_fd = vm->kvm.vm_fd;
@@ -424,8 +401,9 @@ static int vm_create_vcpus(struct vm *vm, const struct kernel_image *kernel)
 	vm->cpus.stop = stop_hook;
 	vm->cpus.stop_opaque = vm;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		rc = vcpu_init(&vm->vcpus[i], &vm->cpus, i, vm->nr_vcpus, vm->cpuid,
-			       kernel ? (int)kernel->format : -1, kernel ? kernel->entry : 0);
+		rc = vcpu_init(&vm->vcpus[i], &vm->cpus, i);
+		if (!rc)
+			rc = arch_vcpu_init(vm->arch, vm->vcpus[i].fd, i, vm->nr_vcpus, !vm->snap);
 		if (rc) {
 			log_error("cannot set up vcpu%u: %s", i, strerror(-rc));
 			return EXIT_INTERNAL;
@@ -459,13 +437,13 @@ static int vm_restore(struct vm *vm)
 /* Guest RAM: fresh, or the snapshot's memory file mapped privately. */
 static int vm_map_memory(struct vm *vm)
 {
-	static const struct mem_layout ram = LAYOUT_RAM_SLOTS;
+	const struct mem_layout *ram = arch_ram_layout();
 	const char *why = "";
 	char path[CONFIG_PATH_MAX + 64];
 	int rc;
 
 	if (!vm->snap) {
-		rc = mem_init(&vm->mem, vm->cfg->mem_mib << 20, &ram);
+		rc = mem_init(&vm->mem, vm->cfg->mem_mib << 20, ram);
 		if (rc)
 			log_error("cannot map %llu MiB of guest RAM: %s",
 				  (unsigned long long)vm->cfg->mem_mib, strerror(-rc));
@@ -473,7 +451,7 @@ static int vm_map_memory(struct vm *vm)
 	}
 	rc = snapshot_path(vm->snap->dir, SNAPSHOT_MEMORY, path, sizeof(path));
 	if (!rc)
-		rc = mem_restore(&vm->mem, vm->cfg->mem_mib << 20, &ram, path, &why);
+		rc = mem_restore(&vm->mem, vm->cfg->mem_mib << 20, ram, path, &why);
 	if (rc) {
 		log_error("snapshot memory '%s': %s", path, why);
 		return EXIT_BAD_IMAGE;
@@ -509,7 +487,7 @@ static int populate_workingset(struct vm *vm, uint64_t *pages)
  * into KVM's page tables, a piece per region it overlaps. */
 static int pre_fault_run(struct vm *vm, const struct ws_range *run)
 {
-	uint64_t start = run->first * LAYOUT_PAGE_SIZE, end = start + run->count * LAYOUT_PAGE_SIZE;
+	uint64_t start = run->first * MEM_PAGE_SIZE, end = start + run->count * MEM_PAGE_SIZE;
 
 	for (int r = 0; r < vm->mem.nr_regions; r++) {
 		const struct mem_region *reg = &vm->mem.regions[r];
@@ -570,7 +548,6 @@ static void vm_log_phase(const struct vm *vm, const char *phase)
 int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *snap,
 	     uint64_t start_ns)
 {
-	struct kernel_image kernel;
 	int rc;
 
 	/* Most of it (the serial port's output ring) stays zero while the
@@ -587,6 +564,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	bus_init(&vm->mmio, "mmio");
 	vm->nr_vcpus = cfg->cpus;
 	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	vm->arch = arch_vm_new();
 	vcpu_shared_init(&vm->cpus);
 	vm->console = (struct console){ .serial = &vm->serial, .out = cfg->console_out,
 					.interactive = cfg->console,
@@ -594,7 +572,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 					.stop = stop_hook, .stop_opaque = vm, .wake_fd = -1 };
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	vm->console.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!vm->vcpus || vm->stop_fd < 0 || vm->console.wake_fd < 0) {
+	if (!vm->vcpus || !vm->arch || vm->stop_fd < 0 || vm->console.wake_fd < 0) {
 		log_error("out of memory or file descriptors");
 		return EXIT_INTERNAL;
 	}
@@ -604,7 +582,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	rc = vm_map_memory(vm);
 	/* Restored, the kernel and its boot structures are in guest RAM already. */
 	if (!rc && !snap)
-		rc = vm_load_guest(vm, &kernel);
+		rc = vm_load_guest(vm);
 	if (!rc)
 		rc = vm_open_disks(vm);
 	vm_log_phase(vm, "guest loaded");
@@ -615,7 +593,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	if (!rc)
 		rc = vm_open_vsock(vm);
 	if (!rc && !snap)
-		rc = vm_write_boot_params(vm, &kernel);
+		rc = vm_write_boot_params(vm);
 	if (!rc)
 		rc = vm_open_kvm(vm);
 	if (!rc)
@@ -624,7 +602,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	if (!rc)
 		rc = vm_add_devices(vm);
 	if (!rc)
-		rc = vm_create_vcpus(vm, snap ? NULL : &kernel);
+		rc = vm_create_vcpus(vm);
 	if (!rc)
 		rc = vm_restore(vm);
 	if (!rc && snap)
@@ -663,8 +641,8 @@ void vm_destroy(struct vm *vm)
 	mem_free(&vm->mem);
 	bus_destroy(&vm->pio);
 	bus_destroy(&vm->mmio);
-	free(vm->cpuid);
-	vm->cpuid = NULL;
+	arch_vm_free(vm->arch);
+	vm->arch = NULL;
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);
 	if (vm->console.wake_fd >= 0)

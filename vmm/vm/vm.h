@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <linux/kvm.h>
 
+#include "vm/arch.h"
 #include "vm/bus.h"
 #include "vm/config.h"
 #include "vm/console.h"
@@ -15,12 +16,9 @@
 #include "mem/mem.h"
 #include "vm/vcpu.h"
 #include "devices/boot_timer.h"
-#include "devices/i8042.h"
 #include "devices/serial.h"
 #include "virtio/blk.h"
 #include "virtio/vsock.h"
-
-#define VM_MAX_VIRTIO     10   /* virtio-mmio slots: a window and an interrupt line each */
 
 struct snapshot;
 
@@ -29,10 +27,10 @@ struct vm {
 	const struct snapshot *snap;     /* restoring from it, or NULL (a cold boot) */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at process start */
 	struct kvm kvm;
+	struct arch_vm *arch;            /* the architecture's own part (vm/arch.h) */
 	struct guest_mem mem;
 	struct bus pio, mmio;
 	struct serial serial;
-	struct i8042 i8042;
 	struct boot_timer boot_timer;
 	struct console console;
 	struct event_loop io;            /* the I/O thread: virtio queue work */
@@ -46,7 +44,6 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 	struct vcpu_shared cpus;         /* all the vCPUs know of the VM; their gate */
-	struct kvm_cpuid2 *cpuid;        /* the table every vCPU got (before its patch) */
 	bool logging_writes;             /* vm_workingset_begin: KVM logs RAM writes */
 	int ws_warm;                     /* restored: enum ws_warm, how the working set is warmed */
 
