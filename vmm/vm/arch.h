@@ -49,13 +49,18 @@ void arch_describe_kernel(const struct arch_vm *a, char *out, size_t len);
 #define VM_MAX_VIRTIO      10      /* every architecture has a window and a line for each */
 #define ARCH_VIRTIO_WINDOW 0x1000u
 uint64_t arch_virtio_addr(unsigned slot);
+/* Its line: the gsi KVM_IRQFD takes (x86: the ISA line; arm64: the SPI's index). */
 unsigned arch_virtio_irq(unsigned slot);
+/* Whether the guest learns of the devices from its command line
+ * (virtio_mmio.device=, x86) rather than from its device tree (arm64). */
+bool arch_virtio_on_cmdline(void);
 
-/* The boot structures (boot parameters with the command line, tables the
- * CPUs are found by) for nr_vcpus, after arch_load_kernel. 0 or -errno. */
+/* The boot structures (boot parameters or a device tree with the command
+ * line, what the CPUs and nr_virtio devices are found by) for nr_vcpus,
+ * after arch_load_kernel. 0 or -errno. */
 int arch_write_boot(struct arch_vm *a, const struct guest_mem *mem, const char *cmdline,
 		    uint64_t initrd_gpa, uint64_t initrd_size, unsigned nr_vcpus,
-		    const char **why) __attribute__((warn_unused_result));
+		    unsigned nr_virtio, const char **why) __attribute__((warn_unused_result));
 
 /* The KVM capability this architecture needs and this host lacks (its
  * name), or NULL. */
@@ -81,14 +86,16 @@ int arch_add_devices(struct arch_vm *a, const struct arch_platform *p)
 /* The interrupt line the console UART raises (kvm_irq_line). */
 unsigned arch_serial_irq(void);
 
-/* Before the vCPUs: the CPU description they get, this host's (s NULL)
- * or the snapshot's. 0 or -errno with *why. */
-int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, const struct arch_snapshot *s,
-		      const char **why) __attribute__((warn_unused_result));
-/* vCPU index of nr_vcpus, created: its CPU description, and with boot its
- * registers for the kernel's entry (the boot CPU) or for waiting to be
- * started (the others). Restored (boot false), the registers come later
- * from arch_snapshot_restore. 0 or -errno. */
+/* Before the vCPUs of VM vm_fd: the CPU description they get, this
+ * host's (s NULL) or the snapshot's, and what needs their number (arm64:
+ * the GICv3). 0 or -errno with *why. */
+int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, int vm_fd, unsigned nr_vcpus,
+		      const struct arch_snapshot *s, const char **why)
+	__attribute__((warn_unused_result));
+/* vCPU index of nr_vcpus, created (in index order): its CPU description,
+ * and with boot its registers for the kernel's entry (the boot CPU) or for
+ * waiting to be started (the others). Restored (boot false), the registers
+ * come later from arch_snapshot_restore. 0 or -errno. */
 int arch_vcpu_init(struct arch_vm *a, int vcpu_fd, unsigned index, unsigned nr_vcpus, bool boot)
 	__attribute__((warn_unused_result));
 /* A vCPU out of KVM_RUN for a pause: complete the instruction of its last

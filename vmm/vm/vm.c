@@ -117,15 +117,14 @@ static int vm_load_guest(struct vm *vm)
 }
 
 /* The guest's command line: the base, then each virtio-mmio device in slot
- * order (CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES: no ACPI or device tree
- * needed), the agent and root, then the user's additions, so their root=
- * or device options win. */
+ * order where the architecture lists them there (x86), the agent and
+ * root, then the user's additions, so their root= or device options win. */
 static int vm_compose_cmdline(struct vm *vm, struct cmdline *cl)
 {
 	const struct vm_config *cfg = vm->cfg;
 
 	cmdline_init(cl, cfg->cmdline);
-	for (unsigned i = 0; i < vm->nr_virtio; i++)
+	for (unsigned i = 0; arch_virtio_on_cmdline() && i < vm->nr_virtio; i++)
 		cmdline_add(cl, "virtio_mmio.device=4K@0x%llx:%u",
 			    (unsigned long long)arch_virtio_addr(i), arch_virtio_irq(i));
 	/* With vsock, the guest's init starts its agent (guest-agent/). */
@@ -154,7 +153,7 @@ static int vm_write_boot_params(struct vm *vm)
 	if (rc)
 		return rc;
 	rc = arch_write_boot(vm->arch, &vm->mem, cl.buf, vm->initrd_gpa, vm->initrd_size,
-			     vm->nr_vcpus, &why);
+			     vm->nr_vcpus, vm->nr_virtio, &why);
 	if (rc) {
 		log_error("boot setup: %s", why);
 		return EXIT_USAGE;
@@ -387,7 +386,8 @@ static int vm_open_kvm(struct vm *vm)
 static int vm_create_vcpus(struct vm *vm)
 {
 	const char *why = "";
-	int rc = arch_cpus_prepare(vm->arch, vm->kvm.sys_fd, vm->snap ? vm->snap->arch : NULL, &why);
+	int rc = arch_cpus_prepare(vm->arch, vm->kvm.sys_fd, vm->kvm.vm_fd, vm->nr_vcpus,
+				   vm->snap ? vm->snap->arch : NULL, &why);
 
 	if (rc) {
 		log_error("%s", why);

@@ -86,12 +86,19 @@ unsigned arch_virtio_irq(unsigned slot)
 	return LAYOUT_VIRTIO_IRQ(slot);
 }
 
+bool arch_virtio_on_cmdline(void)
+{
+	return true;   /* CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES: no ACPI or device tree needed */
+}
+
 /* The zero page or PVH start info with the command line, page tables, MP table. */
 int arch_write_boot(struct arch_vm *a, const struct guest_mem *mem, const char *cmdline,
-		    uint64_t initrd_gpa, uint64_t initrd_size, unsigned nr_vcpus, const char **why)
+		    uint64_t initrd_gpa, uint64_t initrd_size, unsigned nr_vcpus,
+		    unsigned nr_virtio, const char **why)
 {
 	int rc = boot_write_params(mem, &a->kernel, cmdline, initrd_gpa, initrd_size, why);
 
+	(void)nr_virtio;   /* on the command line */
 	if (rc)
 		return rc;
 	/* PVH enters with paging off: it needs the GDT but no page tables. */
@@ -171,10 +178,12 @@ static struct kvm_cpuid2 *cpuid_copy(const struct kvm_cpuid2 *c)
 
 /* The CPUID table KVM offers (and the TSC-deadline timer it emulates),
  * or, restored, the table the snapshot's guest had. */
-int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, const struct arch_snapshot *s,
-		      const char **why)
+int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, int vm_fd, unsigned nr_vcpus,
+		      const struct arch_snapshot *s, const char **why)
 {
 	int rc = 0;
+
+	(void)vm_fd, (void)nr_vcpus;   /* each vCPU patches its own APIC id in */
 
 	if (s) {
 		a->cpuid = cpuid_copy(s->cpuid);

@@ -1,21 +1,26 @@
-/* arm64-guests.c - the arm64 KVM suite: tiny guests (guests.S), then a Linux kernel, run through vmm/arm64/ on a real /dev/kvm.
+/* arm64-guests.c - the arm64 KVM suite: tiny guests (guests.S), then a Linux kernel, built through the port's side of vm/arch.h on a real /dev/kvm.
  *
- * Each case builds a VM as the arm64 port does: RAM at ARM64_RAM_BASE, the
- * vCPUs with PSCI 0.2, the in-kernel GICv3 created after them and
- * initialised before the first KVM_RUN, mayfly's 16550 (devices/serial.c)
- * at ARM64_UART with its SPI raised through KVM_IRQ_LINE. It runs a thread
- * per vCPU, collects the console and the PSCI event that ended the VM, and
- * prints TAP. With KERNEL and INITRD it also boots that arm64 Image with
- * the device tree vmm/arm64/fdt.c builds (libfdt) and checks Linux reached
- * its init and powered off.
+ * Each case builds a VM in vm_build's order with arm64/arch.c behind the
+ * contract: guest RAM laid out by arch_ram_layout, the guest loaded as an
+ * Image (arch_load_kernel, arch_load_initrd), the device tree written
+ * (arch_write_boot), KVM's capabilities checked, the GICv3 made for the
+ * vCPUs (arch_cpus_prepare) and initialised with the last of them
+ * (arch_vcpu_init), mayfly's 16550 and boot timer on the MMIO bus
+ * (arch_add_devices) with the UART's SPI raised through KVM_IRQ_LINE. It
+ * runs a thread per vCPU dispatching MMIO exits to the bus, as vm/vcpu.c
+ * does, collects the console and the PSCI event that ended the VM, and
+ * prints TAP. (Once mayfly itself builds for aarch64, vm_build is this
+ * runner's builder.)
  * usage: arm64-guests [KERNEL INITRD]
  * Runs inside tools/harness/run-arm64 (an emulated Arm host with EL2), or
  * on any arm64 host with KVM.
  */
+#include "vm/arch.h"
+#include "vm/bus.h"
 #include "arm64/cpu.h"
-#include "arm64/fdt.h"
-#include "arm64/image.h"
+#include "devices/boot_timer.h"
 #include "devices/serial.h"
+#include "mem/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,28 +36,28 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_VCPUS 2
 #define OUT_MAX (1u << 20)
-#define UART_SPI 33            /* the console's interrupt ID (SPI 1) */
 
 extern const uint8_t guest_hello[], guest_hello_end[];
 extern const uint8_t guest_reset[], guest_reset_end[];
 extern const uint8_t guest_smp[], guest_smp_end[];
 
 struct vm {
-	int sys_fd, vm_fd, gic_fd;
-	uint8_t *ram;
-	uint64_t ram_size;
+	int sys_fd, vm_fd;
+	struct guest_mem mem;
+	struct arch_vm *arch;
+	struct bus mmio, pio;
 	unsigned nr_vcpus;
 	int vcpu_fd[MAX_VCPUS];
 	struct kvm_run *run[MAX_VCPUS];
 	pthread_t thread[MAX_VCPUS];
 	struct serial uart;
+	struct boot_timer boot_timer;
 	pthread_mutex_t lock;          /* out, error */
 	char *out;
 	size_t out_len;
@@ -90,14 +95,11 @@ static void vm_fail(struct vm *vm, const char *what, int err)
 	atomic_store(&vm->ended, -1);
 }
 
-/* The UART's line, as the port raises it: an SPI by its interrupt ID. */
+/* The UART's line, as the port gives it (arch_serial_irq). */
 static void uart_irq(void *opaque, int level)
 {
 	struct vm *vm = opaque;
-	struct kvm_irq_level line = {
-		.irq = (KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT) | UART_SPI,
-		.level = (uint32_t)level,
-	};
+	struct kvm_irq_level line = { .irq = arch_serial_irq(), .level = (uint32_t)level };
 
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &line) < 0)
 		vm_fail(vm, "KVM_IRQ_LINE", errno);
@@ -136,14 +138,11 @@ static void *vcpu_thread(void *p)
 		}
 		switch (run->exit_reason) {
 		case KVM_EXIT_MMIO:
-			if (run->mmio.phys_addr >= ARM64_UART && run->mmio.phys_addr < ARM64_UART + 8) {
-				serial_io(&vm->uart, run->mmio.phys_addr - ARM64_UART, run->mmio.data,
-					  run->mmio.len, run->mmio.is_write);
-				if (run->mmio.is_write)
-					uart_drain(vm);
-			} else if (!run->mmio.is_write) {
+			if (!bus_dispatch(&vm->mmio, run->mmio.phys_addr, run->mmio.data, run->mmio.len,
+					  run->mmio.is_write) && !run->mmio.is_write)
 				memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
-			}
+			if (run->mmio.is_write)
+				uart_drain(vm);
 			break;
 		case KVM_EXIT_SYSTEM_EVENT:
 			atomic_store(&vm->ended, (int)run->system_event.type + 1);
@@ -172,148 +171,16 @@ static void vm_destroy(struct vm *vm)
 		if (vm->vcpu_fd[i] >= 0)
 			close(vm->vcpu_fd[i]);
 	}
-	if (vm->gic_fd >= 0)
-		close(vm->gic_fd);
+	arch_vm_free(vm->arch);
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
-	if (vm->ram)
-		munmap(vm->ram, vm->ram_size);
+	mem_free(&vm->mem);
+	bus_destroy(&vm->mmio);
+	bus_destroy(&vm->pio);
 	serial_destroy(&vm->uart);
 	free(vm->out);
 	pthread_mutex_destroy(&vm->lock);
 }
-
-/* RAM, vCPUs and the GIC; the caller loads the guest into vm->ram. */
-static bool vm_create(struct vm *vm, int sys_fd, uint64_t ram_size, unsigned nr_vcpus)
-{
-	const char *why = "";
-	int rc, run_size = ioctl(sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
-
-	memset(vm, 0, sizeof(*vm));
-	pthread_mutex_init(&vm->lock, NULL);
-	serial_init(&vm->uart, uart_irq, NULL, vm);
-	vm->sys_fd = sys_fd;
-	vm->gic_fd = vm->vm_fd = -1;
-	vm->nr_vcpus = nr_vcpus;
-	vm->ram_size = ram_size;
-	for (unsigned i = 0; i < MAX_VCPUS; i++)
-		vm->vcpu_fd[i] = -1;
-	vm->out = calloc(1, OUT_MAX);
-	if (!vm->out)
-		return vm_fail(vm, "calloc", ENOMEM), false;
-	vm->vm_fd = ioctl(sys_fd, KVM_CREATE_VM, 0);
-	if (vm->vm_fd < 0)
-		return vm_fail(vm, "KVM_CREATE_VM", errno), false;
-	vm->ram = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (vm->ram == MAP_FAILED) {
-		vm->ram = NULL;
-		return vm_fail(vm, "mmap", errno), false;
-	}
-	struct kvm_userspace_memory_region region = {
-		.slot = 0, .guest_phys_addr = ARM64_RAM_BASE, .memory_size = ram_size,
-		.userspace_addr = (uint64_t)(uintptr_t)vm->ram,
-	};
-	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return vm_fail(vm, "KVM_SET_USER_MEMORY_REGION", errno), false;
-	for (unsigned i = 0; i < nr_vcpus; i++) {
-		vm->vcpu_fd[i] = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)i);
-		if (vm->vcpu_fd[i] < 0)
-			return vm_fail(vm, "KVM_CREATE_VCPU", errno), false;
-		vm->run[i] = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-				  vm->vcpu_fd[i], 0);
-		if (vm->run[i] == MAP_FAILED) {
-			vm->run[i] = NULL;
-			return vm_fail(vm, "mmap kvm_run", errno), false;
-		}
-		rc = arm64_vcpu_init(vm->vm_fd, vm->vcpu_fd[i], i, &why);
-		if (rc)
-			return vm_fail(vm, why, -rc), false;
-	}
-	vm->gic_fd = arm64_gic_create(vm->vm_fd, nr_vcpus, &why);
-	if (vm->gic_fd < 0)
-		return vm_fail(vm, why, -vm->gic_fd), false;
-	rc = arm64_gic_init(vm->gic_fd, &why);
-	if (rc)
-		return vm_fail(vm, why, -rc), false;
-	return true;
-}
-
-/* Enter at pc with x0, a thread per vCPU, until a PSCI event, an error or
- * timeout_s. True when a PSCI event ended it. */
-static bool vm_run(struct vm *vm, uint64_t pc, uint64_t x0, int timeout_s)
-{
-	struct vcpu_arg args[MAX_VCPUS];
-	time_t deadline = time(NULL) + timeout_s;
-	int rc = arm64_vcpu_set_entry(vm->vcpu_fd[0], pc, x0);
-
-	if (rc)
-		return vm_fail(vm, "the boot CPU's entry registers", -rc), false;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		args[i] = (struct vcpu_arg){ vm, i };
-		if (pthread_create(&vm->thread[i], NULL, vcpu_thread, &args[i]))
-			return vm_fail(vm, "pthread_create", EAGAIN), false;
-	}
-	while (!atomic_load(&vm->ended) && time(NULL) < deadline)
-		usleep(20000);
-	if (!atomic_load(&vm->ended))
-		vm_fail(vm, "timed out", ETIMEDOUT);
-	/* vCPUs still in KVM_RUN (a running one, or one that is off) leave. */
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		vm->run[i]->immediate_exit = 1;
-		pthread_kill(vm->thread[i], SIGUSR1);
-		pthread_join(vm->thread[i], NULL);
-	}
-	uart_drain(vm);
-	return atomic_load(&vm->ended) > 0;
-}
-
-static bool run_tiny(struct vm *vm, int sys_fd, const uint8_t *code, size_t len, unsigned ncpus)
-{
-	if (!vm_create(vm, sys_fd, 2u << 20, ncpus))
-		return false;
-	memcpy(vm->ram, code, len);
-	return vm_run(vm, ARM64_RAM_BASE, 0, 60);
-}
-
-static void tiny_cases(int sys_fd)
-{
-	struct vm vm;
-	uint64_t pc = 0, mpidr = 0;
-	bool ok;
-
-	ok = run_tiny(&vm, sys_fd, guest_hello, (size_t)(guest_hello_end - guest_hello), 1);
-	tap(ok && strcmp(vm.out, "hello from arm64\n") == 0,
-	    "a guest's byte stores reach mayfly's 16550 as MMIO exits (%s)",
-	    vm.error[0] ? vm.error : "output as sent");
-	tap(ok && atomic_load(&vm.ended) == KVM_SYSTEM_EVENT_SHUTDOWN + 1,
-	    "PSCI SYSTEM_OFF ends the VM as a shutdown");
-	ok = ok && !arm64_core_reg_get(vm.vcpu_fd[0], offsetof(struct kvm_regs, regs.pc), &pc);
-	tap(ok && pc > ARM64_RAM_BASE && pc < ARM64_RAM_BASE + vm.ram_size,
-	    "the boot CPU's pc read back by ONE_REG is inside the guest's code (0x%llx)",
-	    (unsigned long long)pc);
-	vm_destroy(&vm);
-
-	ok = run_tiny(&vm, sys_fd, guest_reset, (size_t)(guest_reset_end - guest_reset), 1);
-	tap(ok && atomic_load(&vm.ended) == KVM_SYSTEM_EVENT_RESET + 1,
-	    "PSCI SYSTEM_RESET ends the VM as a reset%s%s", vm.error[0] ? ": " : "", vm.error);
-	vm_destroy(&vm);
-
-	ok = run_tiny(&vm, sys_fd, guest_smp, (size_t)(guest_smp_end - guest_smp), 2);
-	ok = ok && strcmp(vm.out, "cpu1 up\n") == 0;
-	tap(ok, "PSCI CPU_ON starts the second vCPU, off until then, at the guest's entry (%s)",
-	    vm.error[0] ? vm.error : ok ? "it ran" : vm.out_len ? vm.out : "no output");
-	ok = !arm64_vcpu_mpidr(vm.vcpu_fd[1], &mpidr);
-	tap(ok && (mpidr & 0xff) == 1, "the second vCPU's MPIDR_EL1 has affinity 1 (0x%llx)",
-	    (unsigned long long)mpidr);
-	vm_destroy(&vm);
-}
-
-/* ---- a Linux kernel, with the port's device tree ---- */
-
-#define LINUX_RAM   (256ULL << 20)
-#define LINUX_INITRD_AT (128ULL << 20)         /* offset in RAM, past any kernel image */
-#define LINUX_FDT_AT    (LINUX_RAM - (2ULL << 20))   /* the last 2 MiB, as kvmtool does */
-#define LINUX_MARKER "mayfly-arm64-init: up"
 
 static uint8_t *read_file(const char *path, size_t *size)
 {
@@ -340,76 +207,181 @@ static uint8_t *read_file(const char *path, size_t *size)
 	return data;
 }
 
-/* Kernel and initrd into RAM, the device tree after them; false with why. */
-static bool load_linux(struct vm *vm, const char *kernel, const char *initrd, uint64_t *entry,
-		       const char **why)
+/* vm_build's recipe through the contract: RAM, the Image (and initrd),
+ * the device tree, KVM, the devices, the vCPUs. */
+static bool vm_build(struct vm *vm, int sys_fd, uint64_t ram_bytes, unsigned nr_vcpus,
+		     const uint8_t *image, size_t image_size, const uint8_t *initrd,
+		     size_t initrd_size, const char *cmdline)
 {
-	static struct arm64_fdt_layout l;
-	static char fdt_why[160];
-	size_t ksize, isize;
-	uint8_t *k = read_file(kernel, &ksize), *i = read_file(initrd, &isize), seed[32];
-	struct arm64_image img;
-	int rc;
+	const struct arch_platform platform = {
+		.pio = &vm->pio, .mmio = &vm->mmio, .serial = &vm->uart,
+		.boot_timer = &vm->boot_timer, .reset = NULL, .opaque = vm,
+	};
+	const char *why = "", *missing;
+	uint64_t initrd_gpa = 0;
+	int rc, run_size = ioctl(sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 
-	if (!k || !i || isize > LINUX_FDT_AT - LINUX_INITRD_AT) {
-		free(k);
-		free(i);
-		return *why = "cannot read the kernel or the initrd", false;
-	}
-	rc = arm64_image_place(k, ksize, ARM64_RAM_BASE, LINUX_INITRD_AT, &img, why);
-	if (!rc) {
-		memcpy(vm->ram + (img.entry - ARM64_RAM_BASE), k, ksize);
-		memcpy(vm->ram + LINUX_INITRD_AT, i, isize);
-	}
-	free(k);
-	free(i);
+	memset(vm, 0, sizeof(*vm));
+	pthread_mutex_init(&vm->lock, NULL);
+	bus_init(&vm->mmio, "mmio");
+	bus_init(&vm->pio, "pio");
+	serial_init(&vm->uart, uart_irq, NULL, vm);
+	boot_timer_init(&vm->boot_timer, 0);
+	vm->sys_fd = sys_fd;
+	vm->vm_fd = -1;
+	vm->nr_vcpus = nr_vcpus;
+	for (unsigned i = 0; i < MAX_VCPUS; i++)
+		vm->vcpu_fd[i] = -1;
+	vm->out = calloc(1, OUT_MAX);
+	vm->arch = arch_vm_new();
+	if (!vm->out || !vm->arch)
+		return vm_fail(vm, "calloc", ENOMEM), false;
+
+	rc = mem_init(&vm->mem, ram_bytes, arch_ram_layout());
 	if (rc)
-		return false;
-	*entry = img.entry;
+		return vm_fail(vm, "guest RAM", -rc), false;
+	rc = arch_load_kernel(vm->arch, &vm->mem, image, image_size, &why);
+	if (!rc && initrd)
+		rc = arch_load_initrd(vm->arch, &vm->mem, initrd, initrd_size, &initrd_gpa, &why);
+	if (!rc)
+		rc = arch_write_boot(vm->arch, &vm->mem, cmdline, initrd_gpa, initrd_size, nr_vcpus,
+				     0, &why);
+	if (rc)
+		return vm_fail(vm, why, -rc), false;
 
-	memset(&l, 0, sizeof(l));
-	l.mem_base = ARM64_RAM_BASE;
-	l.mem_size = LINUX_RAM;
-	l.ncpus = vm->nr_vcpus;
-	for (unsigned c = 0; c < vm->nr_vcpus; c++)
-		if (arm64_vcpu_mpidr(vm->vcpu_fd[c], &l.mpidr[c]))
-			return *why = "MPIDR_EL1", false;
-	l.gic_dist_base = ARM64_GIC_DIST;
-	l.gic_dist_size = ARM64_GIC_DIST_SIZE;
-	l.gic_redist_base = ARM64_GIC_REDIST;
-	l.gic_redist_size = vm->nr_vcpus * ARM64_GIC_REDIST_SIZE;
-	l.uart = (struct arm64_mmio){ ARM64_UART, 0x1000, UART_SPI };
-	l.cmdline = "console=ttyS0 panic=-1 rdinit=/init";
-	l.initrd_start = ARM64_RAM_BASE + LINUX_INITRD_AT;
-	l.initrd_size = isize;
-	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		return *why = "getrandom", false;
-	l.seed = seed;
-	l.seed_len = sizeof(seed);
-	rc = arm64_fdt_build(&l, vm->ram + LINUX_FDT_AT, ARM64_FDT_MAX_SIZE, fdt_why,
-			     sizeof(fdt_why));
-	if (rc < 0)
-		return *why = fdt_why, false;
+	if ((missing = arch_kvm_missing_cap(sys_fd)))
+		return vm_fail(vm, missing, ENOTSUP), false;
+	vm->vm_fd = ioctl(sys_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0)
+		return vm_fail(vm, "KVM_CREATE_VM", errno), false;
+	rc = arch_vm_create(vm->vm_fd, &why);
+	if (rc)
+		return vm_fail(vm, why, -rc), false;
+	for (int r = 0; r < vm->mem.nr_regions; r++) {
+		struct kvm_userspace_memory_region region = {
+			.slot = (uint32_t)r, .guest_phys_addr = vm->mem.regions[r].gpa,
+			.memory_size = vm->mem.regions[r].size,
+			.userspace_addr = (uint64_t)(uintptr_t)vm->mem.regions[r].hva,
+		};
+
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+			return vm_fail(vm, "KVM_SET_USER_MEMORY_REGION", errno), false;
+	}
+	if (arch_add_devices(vm->arch, &platform))
+		return vm_fail(vm, "the platform's devices on the bus", EEXIST), false;
+	rc = arch_cpus_prepare(vm->arch, sys_fd, vm->vm_fd, nr_vcpus, NULL, &why);
+	if (rc)
+		return vm_fail(vm, why, -rc), false;
+	for (unsigned i = 0; i < nr_vcpus; i++) {
+		vm->vcpu_fd[i] = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)i);
+		if (vm->vcpu_fd[i] < 0)
+			return vm_fail(vm, "KVM_CREATE_VCPU", errno), false;
+		vm->run[i] = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+				  vm->vcpu_fd[i], 0);
+		if (vm->run[i] == MAP_FAILED) {
+			vm->run[i] = NULL;
+			return vm_fail(vm, "mmap kvm_run", errno), false;
+		}
+		rc = arch_vcpu_init(vm->arch, vm->vcpu_fd[i], i, nr_vcpus, true);
+		if (rc)
+			return vm_fail(vm, "arch_vcpu_init", -rc), false;
+	}
 	return true;
 }
+
+/* A thread per vCPU until a PSCI event, an error or timeout_s. True when
+ * a PSCI event ended it. */
+static bool vm_run(struct vm *vm, int timeout_s)
+{
+	struct vcpu_arg args[MAX_VCPUS];
+	time_t deadline = time(NULL) + timeout_s;
+
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		args[i] = (struct vcpu_arg){ vm, i };
+		if (pthread_create(&vm->thread[i], NULL, vcpu_thread, &args[i]))
+			return vm_fail(vm, "pthread_create", EAGAIN), false;
+	}
+	while (!atomic_load(&vm->ended) && time(NULL) < deadline)
+		usleep(20000);
+	if (!atomic_load(&vm->ended))
+		vm_fail(vm, "timed out", ETIMEDOUT);
+	/* vCPUs still in KVM_RUN (a running one, or one that is off) leave. */
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		vm->run[i]->immediate_exit = 1;
+		pthread_kill(vm->thread[i], SIGUSR1);
+		pthread_join(vm->thread[i], NULL);
+	}
+	uart_drain(vm);
+	return atomic_load(&vm->ended) > 0;
+}
+
+static bool run_tiny(struct vm *vm, int sys_fd, const uint8_t *code, size_t len, unsigned ncpus)
+{
+	return vm_build(vm, sys_fd, 4u << 20, ncpus, code, len, NULL, 0, "") && vm_run(vm, 60);
+}
+
+static void tiny_cases(int sys_fd)
+{
+	struct vm vm;
+	uint64_t pc = 0, mpidr = 0;
+	bool ok;
+
+	ok = run_tiny(&vm, sys_fd, guest_hello, (size_t)(guest_hello_end - guest_hello), 1);
+	tap(ok && strcmp(vm.out, "hello from arm64\n") == 0,
+	    "a guest loaded as an Image prints through mayfly's 16550 on the MMIO bus (%s)",
+	    vm.error[0] ? vm.error : "output as sent");
+	tap(ok && atomic_load(&vm.ended) == KVM_SYSTEM_EVENT_SHUTDOWN + 1,
+	    "PSCI SYSTEM_OFF ends the VM as a shutdown");
+	ok = ok && !arm64_core_reg_get(vm.vcpu_fd[0], offsetof(struct kvm_regs, regs.pc), &pc);
+	tap(ok && pc > ARM64_RAM_BASE && pc < ARM64_RAM_BASE + (guest_hello_end - guest_hello),
+	    "the boot CPU's pc read back by ONE_REG is inside the guest's code (0x%llx)",
+	    (unsigned long long)pc);
+	vm_destroy(&vm);
+
+	ok = run_tiny(&vm, sys_fd, guest_reset, (size_t)(guest_reset_end - guest_reset), 1);
+	tap(ok && atomic_load(&vm.ended) == KVM_SYSTEM_EVENT_RESET + 1,
+	    "PSCI SYSTEM_RESET ends the VM as a reset%s%s", vm.error[0] ? ": " : "", vm.error);
+	vm_destroy(&vm);
+
+	ok = run_tiny(&vm, sys_fd, guest_smp, (size_t)(guest_smp_end - guest_smp), 2);
+	ok = ok && strcmp(vm.out, "cpu1 up\n") == 0;
+	tap(ok, "PSCI CPU_ON starts the second vCPU, off until then, at the guest's entry (%s)",
+	    vm.error[0] ? vm.error : ok ? "it ran" : vm.out_len ? vm.out : "no output");
+	ok = !arm64_vcpu_mpidr(vm.vcpu_fd[1], &mpidr);
+	tap(ok && mpidr == 0x80000001, "the second vCPU's MPIDR_EL1 is the one the device tree "
+	    "lists for it (0x%llx)",
+	    (unsigned long long)mpidr);
+	vm_destroy(&vm);
+}
+
+/* ---- a Linux kernel ---- */
+
+#define LINUX_RAM    (256ULL << 20)
+#define LINUX_MARKER "mayfly-arm64-init: up"
 
 static void linux_cases(int sys_fd, const char *kernel, const char *initrd)
 {
 	struct vm vm;
-	const char *why = "";
-	uint64_t entry = 0;
 	struct timespec t0, t1;
-	bool ok = vm_create(&vm, sys_fd, LINUX_RAM, 2) &&
-		  load_linux(&vm, kernel, initrd, &entry, &why);
+	size_t ksize, isize;
+	uint8_t *k = read_file(kernel, &ksize), *i = read_file(initrd, &isize);
+	bool ok = k && i && vm_build(&vm, sys_fd, LINUX_RAM, 2, k, ksize, i, isize,
+				     "console=ttyS0 panic=-1 rdinit=/init");
 
+	free(k);
+	free(i);
+	if (!k || !i) {
+		printf("Bail out! cannot read %s or %s\n", kernel, initrd);
+		exit(1);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ok = ok && vm_run(&vm, entry, ARM64_RAM_BASE + LINUX_FDT_AT, 240);
+	ok = ok && vm_run(&vm, 240);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("# Linux: entry to poweroff in %.2f s, %zu bytes of console\n",
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, vm.out_len);
 	tap(strstr(vm.out, "Linux version") != NULL,
 	    "an arm64 Linux Image boots on the port's device tree and prints on the 16550%s%s",
-	    why[0] || vm.error[0] ? ": " : "", why[0] ? why : vm.error);
+	    vm.error[0] ? ": " : "", vm.error);
 	tap(strstr(vm.out, "smp: Brought up 1 node, 2 CPUs") != NULL,
 	    "Linux brings up both vCPUs through PSCI");
 	tap(strstr(vm.out, LINUX_MARKER) != NULL,

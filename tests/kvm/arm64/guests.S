@@ -1,5 +1,6 @@
-/* guests.S - tiny arm64 guests for arm64-guests.c: each is copied to the
- * start of guest RAM and entered at its first byte with the MMU off, so
+/* guests.S - tiny arm64 guests for arm64-guests.c: each is an arm64 Image
+ * (the 64-byte header Linux's head.S writes, so the port's loader takes it
+ * as it takes a kernel), entered at its first byte with the MMU off, so
  * every address here is PC-relative (adr) or an absolute MMIO constant.
  * They talk through byte stores to the UART's data register (an MMIO exit)
  * and end with a PSCI call (hvc #0), as Linux does. */
@@ -11,6 +12,20 @@
 	movz	w0, #\lo
 	movk	w0, #\hi, lsl #16
 	hvc	#0
+.endm
+
+/* The Image header (Documentation/arm64/booting.rst): a branch over it,
+ * text offset 0, the image's size, flags 0xa (little-endian, 4K pages,
+ * anywhere in RAM), the magic. */
+.macro image_header start, end
+	b	. + 64
+	.word	0
+	.quad	0
+	.quad	\end - \start
+	.quad	0xa
+	.quad	0, 0, 0
+	.word	0x644d5241
+	.word	0
 .endm
 
 /* Print the NUL-terminated string at label (clobbers x9-x11). */
@@ -30,6 +45,7 @@
 /* hello: a line on the UART, then SYSTEM_OFF. */
 	.globl guest_hello, guest_hello_end
 guest_hello:
+	image_header guest_hello, guest_hello_end
 	puts	hello_msg
 	psci	0x8400, 0x0008
 	b	.
@@ -41,6 +57,7 @@ guest_hello_end:
 /* reset: SYSTEM_RESET, which ends the VM as a reboot does. */
 	.globl guest_reset, guest_reset_end
 guest_reset:
+	image_header guest_reset, guest_reset_end
 	psci	0x8400, 0x0009
 	b	.
 guest_reset_end:
@@ -50,6 +67,7 @@ guest_reset_end:
  * says what it saw. */
 	.globl guest_smp, guest_smp_end
 guest_smp:
+	image_header guest_smp, guest_smp_end
 	adr	x2, cpu1_entry
 	mov	x1, #1
 	mov	x3, #0
