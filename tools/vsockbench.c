@@ -20,6 +20,7 @@
  * so lost, repeated or reordered data fails the run (exit 1) at the cost of 8
  * bytes per 4 KiB. Exit: 0 done, 1 a failure (one line on stderr), 2 usage. */
 #include <errno.h>
+#include <sys/socket.h>   /* before vm_sockets.h, which needs struct sockaddr (aarch64) */
 #include <linux/vm_sockets.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -27,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>

@@ -138,7 +138,7 @@ static int emit_c(FILE *f, bool sanitizer)
 	fprintf(f, "};\n\nconst int seccomp_filters_sanitizer = %d;\n\n", sanitizer);
 	fprintf(f, "const char *const seccomp_syscall_names[SECCOMP_NAMES] = {\n");
 	for (int nr = 0; nr < SECCOMP_NAMES; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
 
 		if (name)
 			fprintf(f, "\t[%d] = \"%s\",\n", nr, name);
@@ -194,11 +194,11 @@ static void emit_docs(FILE *f)
 			seen[k]->name);
 		for (size_t i = 0; i < seen[k]->n; i++) {
 			const struct seccomp_rule *r = &seen[k]->rules[i];
-			const char *when = r->cond == SECCOMP_ARG_EQ ? "arg%u = " :
-					   r->cond == SECCOMP_ARG_CLEAR ? "arg%u without " : "";
-
 			fprintf(f, "| `%s` | ", r->name);
-			fprintf(f, when, r->arg);
+			if (r->cond == SECCOMP_ARG_EQ)
+				fprintf(f, "arg%u = ", r->arg);
+			else if (r->cond == SECCOMP_ARG_CLEAR)
+				fprintf(f, "arg%u without ", r->arg);
 			fprintf(f, "%s%s%s | %s |\n", r->value_name ? "`" : "",
 				r->value_name ? r->value_name : "", r->value_name ? "`" : "", r->why);
 		}

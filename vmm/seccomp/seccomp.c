@@ -20,6 +20,18 @@
 
 #define X32_SYSCALL_BIT 0x40000000
 
+/* The architecture the filters were made for, and where a trapped ioctl's
+ * request (argument 1) is in the signal's saved registers. */
+#if defined(__x86_64__)
+#define SECCOMP_AUDIT_ARCH AUDIT_ARCH_X86_64
+#define IOCTL_REQUEST(uc) ((unsigned long)(uc)->uc_mcontext.gregs[REG_RSI])
+#elif defined(__aarch64__)
+#define SECCOMP_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#define IOCTL_REQUEST(uc) ((unsigned long)(uc)->uc_mcontext.regs[1])
+#else
+#error "mayfly's seccomp filters are made for x86-64 and aarch64"
+#endif
+
 static atomic_bool enabled;
 static atomic_int selftest_role = -1;
 static _Thread_local int my_role = -1;   /* read by the handler: TLS is signal-safe */
@@ -84,12 +96,12 @@ static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 	put_str(&l, "mayfly: seccomp: the ");
 	put_str(&l, role ? role : "unknown");
 	put_str(&l, " thread made a forbidden system call ");
-	if (si->si_arch != AUDIT_ARCH_X86_64) {
+	if (si->si_arch != SECCOMP_AUDIT_ARCH) {
 		put_num(&l, (unsigned)nr, 10);
 		put_str(&l, " of another architecture (0x");
 		put_num(&l, si->si_arch, 16);
 		put_str(&l, ")");
-	} else if (nr & X32_SYSCALL_BIT) {
+	} else if (SECCOMP_AUDIT_ARCH == AUDIT_ARCH_X86_64 && (nr & X32_SYSCALL_BIT)) {
 		put_num(&l, (unsigned)nr & ~X32_SYSCALL_BIT, 10);
 		put_str(&l, " (x32 ABI)");
 	} else {
@@ -97,10 +109,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 		if (nr >= 0 && nr < SECCOMP_NAMES && seccomp_syscall_names[nr]) {
 			put_str(&l, " (");
 			put_str(&l, seccomp_syscall_names[nr]);
-			/* Which ioctl: the request is argument 1, in RSI. */
+			/* Which ioctl: the request is argument 1. */
 			if (nr == SYS_ioctl) {
 				put_str(&l, ", request 0x");
-				put_num(&l, (unsigned long)uc->uc_mcontext.gregs[REG_RSI], 16);
+				put_num(&l, IOCTL_REQUEST(uc), 16);
 			}
 			put_str(&l, ")");
 		}
