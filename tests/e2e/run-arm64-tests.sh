@@ -5,7 +5,9 @@
 # Runs inside the arm64 harness (tools/harness/run-arm64 --guest-kernel, whose
 # own Debian kernel is KERNEL) or on an arm64 host with KVM. Prints TAP.
 #
-# usage: run-arm64-tests.sh MAYFLY KERNEL
+# usage: run-arm64-tests.sh MAYFLY KERNEL [MODULES]
+#   MODULES  a directory with KERNEL's virtio_mmio.ko and virtio_blk.ko, when it
+#            builds them as modules (Debian's does): the guest loads them
 # POSIX sh with busybox tools only. Exit status: 0 all passed, 1 a point
 # failed, 2 usage, 3 could not run.
 
@@ -13,10 +15,11 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
-busybox_applets timeout grep sed head tail mktemp rm cat cpio find mkdir cp chmod mount
-[ $# -eq 2 ] || usage "run-arm64-tests.sh MAYFLY KERNEL"
+busybox_applets timeout grep sed head tail mktemp rm cat cpio find mkdir cp chmod mount dd
+[ $# -eq 2 ] || [ $# -eq 3 ] || usage "run-arm64-tests.sh MAYFLY KERNEL [MODULES]"
 mayfly=$1
 kernel=$2
+modules=${3:-}
 case_timeout=${E2E_CASE_TIMEOUT:-180}
 tap_timeouts="exit"
 need_mayfly
@@ -28,10 +31,13 @@ tap_diag() { tap_run_diag; }
 # cgroup v2, for the jail's per-VM cgroup.
 [ -e /sys/fs/cgroup/cgroup.controllers ] || mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 
-# The guest: busybox, and an init that says it is up, counts its CPUs, and
-# then powers off, or reboots when its command line says mayfly.test=reboot.
+# The guest: busybox, and an init that says it is up, counts its CPUs,
+# reads the first line of /dev/vda when there is one (loading virtio-mmio
+# and virtio-blk first where they are modules), and then powers off, or
+# reboots when its command line says mayfly.test=reboot.
 g=$work/guest
-mkdir -p "$g/bin" "$g/dev" "$g/proc"
+mkdir -p "$g/bin" "$g/dev" "$g/proc" "$g/modules"
+[ -z "$modules" ] || cp "$modules"/*.ko "$g/modules/"
 bb=/bin/busybox
 [ -f "$bb" ] || bb=$(command -v busybox)
 cp "$bb" "$g/bin/busybox"
@@ -42,6 +48,15 @@ cat >"$g/init" <<'INIT'
 exec >/dev/console 2>&1
 /bin/busybox echo "init: up"
 /bin/busybox echo "cpus: $(/bin/busybox grep -c ^processor /proc/cpuinfo)"
+for m in virtio_mmio virtio_blk; do
+	[ -f /modules/$m.ko ] && /bin/busybox insmod /modules/$m.ko
+done
+i=0
+while [ ! -b /dev/vda ] && [ -d /sys/bus/platform/drivers/virtio-mmio ] && [ $i -lt 50 ]; do
+	/bin/busybox sleep 0.1
+	i=$((i + 1))
+done
+[ -b /dev/vda ] && /bin/busybox echo "vda: $(/bin/busybox head -n 1 /dev/vda)"
 case " $(/bin/busybox cat /proc/cmdline) " in
 *" mayfly.test=reboot "*) /bin/busybox echo "init: rebooting"; /bin/busybox reboot -f ;;
 esac
@@ -61,6 +76,16 @@ has "$work/out" "cpus: 2"
 tap "--cpus 2: the guest brings both vCPUs up (PSCI CPU_ON on the GICv3's machine)"
 if grep -qi seccomp "$work/err"; then fail "stderr names seccomp: $(grep -i seccomp "$work/err" | head -n 1)"; fi
 tap "no thread of the boot met its seccomp filter (the tables resolved for aarch64)"
+
+# A read-only disk whose first line the guest prints.
+dd if=/dev/zero of="$work/disk.img" bs=1024 count=64 2>/dev/null
+echo "mayfly-arm64-disk $$" | dd of="$work/disk.img" conv=notrunc 2>/dev/null
+diag_shown=0
+mf boot --kernel "$kernel" --initrd "$work/initrd" --mem 256 --cmdline "$cmdline" \
+	--disk "$work/disk.img,ro"
+want_rc 0
+has "$work/out" "vda: mayfly-arm64-disk $$"
+tap "--disk: a virtio-blk disk on virtio-mmio, found through the device tree with its SPI, reads back in the guest (the queue's notify by ioeventfd, its interrupt by irqfd)"
 
 diag_shown=0
 mf boot --kernel "$kernel" --initrd "$work/initrd" --mem 256 --cmdline "$cmdline mayfly.test=reboot"

@@ -599,10 +599,12 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 	if (!rc)
 		rc = vm_check_host(vm);
 	vm_log_phase(vm, "kvm vm created");
-	if (!rc)
-		rc = vm_add_devices(vm);
+	/* The vCPUs first: an arm64 GIC takes interrupt routes (irqfd) only
+	 * once it is initialised, with its last vCPU. */
 	if (!rc)
 		rc = vm_create_vcpus(vm);
+	if (!rc)
+		rc = vm_add_devices(vm);
 	if (!rc)
 		rc = vm_restore(vm);
 	if (!rc && snap)

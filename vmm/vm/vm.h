@@ -75,7 +75,7 @@ uint64_t vm_first_run_ns(const struct vm *vm);
 int vm_connect_vsock(struct vm *vm);
 
 /* Build the VM from cfg in one linear recipe: memory, kernel and initrd,
- * disks, vsock, boot structures, KVM, devices, vCPUs. With snap (loaded
+ * disks, vsock, boot structures, KVM, vCPUs, devices. With snap (loaded
  * by snapshot_load, cfg its config), restore instead: guest RAM mapped
  * from its memory file, no kernel, the host's CPU checked, and every
  * saved state put back before any guest code runs. Returns 0, or an exit
