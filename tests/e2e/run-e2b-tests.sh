@@ -51,11 +51,15 @@ tap_diag() {
 serve_start() {
 	st_dir=$1 addr=$2
 	shift 2
+	# Emptied here, not only by the child's redirect: that one may come
+	# after the first grep below, which then read the previous service's
+	# "API on" line and gave up at once ("still running", nothing logged).
+	: >"$work/serve.err"
 	"$mayfly" serve --state "$st_dir" --tokens "$work/tokens" --e2b "$addr" --ephemeral "$@" \
-		>"$work/serve.err" 2>&1 &
+		>>"$work/serve.err" 2>&1 &
 	spid=$!
 	i=0
-	while ! grep -q "E2B's API on" "$work/serve.err" && kill -0 "$spid" 2>/dev/null &&
+	while ! grep -q "E2B's API on $addr" "$work/serve.err" && kill -0 "$spid" 2>/dev/null &&
 		[ $i -lt 1200 ]; do
 		sleep 0.5
 		i=$((i + 1))
