@@ -36,6 +36,7 @@
 #include "x86/cpu.h"
 #include "x86/vcpu_state.h"
 #include "x86/vm_state.h"
+#include "vm/vcpu.h"
 
 #define RAM_SIZE     (2u << 20)
 
@@ -325,7 +326,7 @@ static int do_save(const char *dir)
 	write_guest_setup(&v);
 
 	run_vm(&v, "first VM", PAUSE_AT);
-	if (vcpu_state_settle(v.vcpu_fd, v.run))
+	if (vcpu_settle(v.vcpu_fd, v.run))
 		die(EXIT_SYSTEM, "could not settle the vCPU");
 	if (vcpu_state_msr_list(v.sys_fd, &msrs, &why) || vm_state_save(v.vm_fd, &vms, &why) ||
 	    vcpu_state_save(v.vm_fd, v.vcpu_fd, &msrs, vs, &why))

@@ -174,22 +174,12 @@ int arch_write_boot(struct arch_vm *a, const struct guest_mem *mem, const char *
 	return rc < 0 ? rc : 0;
 }
 
-const char *arch_kvm_missing_cap(int kvm_sys_fd)
-{
-	static const struct {
-		int cap;
-		const char *name;
-	} needed[] = {
-		{ KVM_CAP_ARM_PSCI_0_2, "KVM_CAP_ARM_PSCI_0_2" },
-		{ KVM_CAP_ONE_REG, "KVM_CAP_ONE_REG" },
-		{ KVM_CAP_DEVICE_CTRL, "KVM_CAP_DEVICE_CTRL" },
-	};
-
-	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (ioctl(kvm_sys_fd, KVM_CHECK_EXTENSION, needed[i].cap) <= 0)
-			return needed[i].name;
-	return NULL;
-}
+const struct kvm_cap_need arch_kvm_caps[] = {
+	{ KVM_CAP_ARM_PSCI_0_2, "KVM_CAP_ARM_PSCI_0_2" },
+	{ KVM_CAP_ONE_REG, "KVM_CAP_ONE_REG" },
+	{ KVM_CAP_DEVICE_CTRL, "KVM_CAP_DEVICE_CTRL" },
+};
+const size_t arch_nr_kvm_caps = sizeof(arch_kvm_caps) / sizeof(arch_kvm_caps[0]);
 
 /* The GICv3 needs the number of vCPUs: arch_cpus_prepare makes it. */
 int arch_vm_create(int vm_fd, const char **why)
@@ -238,19 +228,6 @@ int arch_vcpu_init(struct arch_vm *a, int vcpu_fd, unsigned index, unsigned nr_v
 		rc = arm64_vcpu_set_entry(vcpu_fd, a->kernel.entry, a->fdt_gpa);
 	if (!rc && index == nr_vcpus - 1)
 		rc = arm64_gic_init(a->gic_fd, &why);
-	return rc;
-}
-
-/* An MMIO read's data reaches its register on the next KVM_RUN: one that
- * returns at once (immediate_exit) completes it and runs nothing else. */
-int arch_vcpu_settle(int vcpu_fd, struct kvm_run *run)
-{
-	int rc = 0;
-
-	run->immediate_exit = 1;
-	if (ioctl(vcpu_fd, KVM_RUN, 0) == 0 || errno != EINTR)
-		rc = -EIO;
-	run->immediate_exit = 0;
 	return rc;
 }
 

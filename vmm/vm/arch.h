@@ -62,9 +62,14 @@ int arch_write_boot(struct arch_vm *a, const struct guest_mem *mem, const char *
 		    uint64_t initrd_gpa, uint64_t initrd_size, unsigned nr_vcpus,
 		    unsigned nr_virtio, const char **why) __attribute__((warn_unused_result));
 
-/* The KVM capability this architecture needs and this host lacks (its
- * name), or NULL. */
-const char *arch_kvm_missing_cap(int kvm_sys_fd);
+/* The KVM capabilities this architecture needs besides the core's:
+ * kvm_open checks both tables the same way and names one a host lacks. */
+struct kvm_cap_need {
+	int cap;
+	const char *name;
+};
+extern const struct kvm_cap_need arch_kvm_caps[];
+extern const size_t arch_nr_kvm_caps;
 /* Right after KVM_CREATE_VM, before memory slots: the in-kernel interrupt
  * controller and timers, the addresses KVM keeps for itself. 0 or -errno
  * with *why the ioctl that failed. */
@@ -98,9 +103,6 @@ int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, int vm_fd, unsigned nr_
  * come later from arch_snapshot_restore. 0 or -errno. */
 int arch_vcpu_init(struct arch_vm *a, int vcpu_fd, unsigned index, unsigned nr_vcpus, bool boot)
 	__attribute__((warn_unused_result));
-/* A vCPU out of KVM_RUN for a pause: complete the instruction of its last
- * PIO/MMIO exit without running the guest further. 0 or -errno. */
-int arch_vcpu_settle(int vcpu_fd, struct kvm_run *run) __attribute__((warn_unused_result));
 /* The guest's program counter, for a fatal exit's log line (0 unknown). */
 uint64_t arch_vcpu_pc(int vcpu_fd);
 

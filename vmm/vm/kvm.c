@@ -22,14 +22,9 @@ struct kvm_pre_fault_memory {
 #define KVM_PRE_FAULT_MEMORY _IOWR(KVMIO, 0xd5, struct kvm_pre_fault_memory)
 #endif
 
-struct kvm_cap_need {
-	int cap;
-	const char *name;
-};
-
 /* Every capability mayfly relies on, checked up front so a host that lacks
  * one fails at start with its name rather than later with an odd errno;
- * then the architecture's own (arch_kvm_missing_cap). */
+ * then the architecture's own (arch_kvm_caps). */
 static const struct kvm_cap_need caps_needed[] = {
 	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY" },
 	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
@@ -37,9 +32,17 @@ static const struct kvm_cap_need caps_needed[] = {
 	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
 };
 
+/* The name of the first capability of caps[0, n) the host lacks, or NULL. */
+static const char *missing_cap(int sys_fd, const struct kvm_cap_need *caps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ioctl(sys_fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0)
+			return caps[i].name;
+	return NULL;
+}
+
 int kvm_open(struct kvm *kvm, const char *device, const char **why)
 {
-	const char *missing;
 	int rc;
 
 	memset(kvm, 0, sizeof(*kvm));
@@ -58,15 +61,9 @@ int kvm_open(struct kvm *kvm, const char *device, const char **why)
 		rc = -ENOTSUP;
 		goto err_sys_fd;
 	}
-	for (size_t i = 0; i < sizeof(caps_needed) / sizeof(caps_needed[0]); i++) {
-		if (ioctl(kvm->sys_fd, KVM_CHECK_EXTENSION, caps_needed[i].cap) <= 0) {
-			*why = caps_needed[i].name;
-			rc = -ENOTSUP;
-			goto err_sys_fd;
-		}
-	}
-	if ((missing = arch_kvm_missing_cap(kvm->sys_fd))) {
-		*why = missing;
+	if ((*why = missing_cap(kvm->sys_fd, caps_needed,
+				sizeof(caps_needed) / sizeof(caps_needed[0]))) ||
+	    (*why = missing_cap(kvm->sys_fd, arch_kvm_caps, arch_nr_kvm_caps))) {
 		rc = -ENOTSUP;
 		goto err_sys_fd;
 	}

@@ -144,13 +144,24 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
+int vcpu_settle(int vcpu_fd, struct kvm_run *run)
+{
+	int rc = 0;
+
+	run->immediate_exit = 1;
+	if (ioctl(vcpu_fd, KVM_RUN, 0) == 0 || errno != EINTR)
+		rc = -EIO;   /* it should have returned at once with EINTR */
+	run->immediate_exit = 0;
+	return rc;
+}
+
 /* vcpu_pause_all asked: finish the instruction of the last PIO/MMIO exit
  * (its IN data goes to the register only on the next KVM_RUN) without
  * running the guest further, then wait. */
 static void vcpu_park(struct vcpu *vcpu)
 {
 	struct vcpu_shared *sh = vcpu->sh;
-	int rc = arch_vcpu_settle(vcpu->fd, vcpu->run);
+	int rc = vcpu_settle(vcpu->fd, vcpu->run);
 
 	if (rc)
 		vcpu_stop(vcpu, EXIT_KVM_ERROR, "vcpu%u: cannot settle for a pause: %s",

@@ -61,6 +61,13 @@ void vcpu_kick(struct vcpu *vcpu);
 void vcpu_join(struct vcpu *vcpu);
 void vcpu_destroy(struct vcpu *vcpu);
 
+/* Complete an exit that needs user space's answer (a PIO or MMIO read whose
+ * data was filled in: it reaches its register on the next KVM_RUN) without
+ * running guest code: KVM_RUN with immediate_exit, on every architecture.
+ * Call it on a paused vCPU before its state is saved, or the instruction in
+ * flight is lost. 0 or -errno. */
+int vcpu_settle(int vcpu_fd, struct kvm_run *run) __attribute__((warn_unused_result));
+
 /* Let the started vCPUs enter KVM_RUN: once every thread is confined. */
 void vcpu_release(struct vcpu_shared *sh);
 /* The VM ends: waiting and parked vCPUs leave, running ones at their

@@ -109,26 +109,16 @@ int arch_write_boot(struct arch_vm *a, const struct guest_mem *mem, const char *
 	return 0;
 }
 
-const char *arch_kvm_missing_cap(int kvm_sys_fd)
-{
-	static const struct {
-		int cap;
-		const char *name;
-	} needed[] = {
-		{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
-		{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
-		{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
-		{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR" },
-		{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
-		{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
-		{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS" },
-	};
-
-	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (ioctl(kvm_sys_fd, KVM_CHECK_EXTENSION, needed[i].cap) <= 0)
-			return needed[i].name;
-	return NULL;
-}
+const struct kvm_cap_need arch_kvm_caps[] = {
+	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
+	{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
+	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
+	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "KVM_CAP_SET_IDENTITY_MAP_ADDR" },
+	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
+	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
+	{ KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS" },
+};
+const size_t arch_nr_kvm_caps = sizeof(arch_kvm_caps) / sizeof(arch_kvm_caps[0]);
 
 /* The in-kernel irqchip (PIC, IOAPIC, LAPICs) and PIT, and the pages
  * Intel VMX needs for real mode, in the MMIO hole. */
@@ -224,11 +214,6 @@ int arch_vcpu_init(struct arch_vm *a, int vcpu_fd, unsigned index, unsigned nr_v
 	if (!rc && index == 0)
 		rc = regs_setup_boot_cpu(vcpu_fd, a->kernel.format, a->kernel.entry);
 	return rc;
-}
-
-int arch_vcpu_settle(int vcpu_fd, struct kvm_run *run)
-{
-	return vcpu_state_settle(vcpu_fd, run);
 }
 
 uint64_t arch_vcpu_pc(int vcpu_fd)

@@ -94,17 +94,6 @@ out:
 	return rc;
 }
 
-int vcpu_state_settle(int vcpu_fd, struct kvm_run *run)
-{
-	int rc = 0;
-
-	run->immediate_exit = 1;
-	if (ioctl(vcpu_fd, KVM_RUN, 0) == 0 || errno != EINTR)
-		rc = -EIO;   /* it should have returned at once with EINTR */
-	run->immediate_exit = 0;
-	return rc;
-}
-
 /* Read the listed MSRs. KVM_GET_MSRS stops at the first MSR it cannot read
  * and returns how many it read: drop that one and go on with the rest. */
 static int save_msrs(int vcpu_fd, const struct vcpu_msr_list *list, struct vcpu_state *s,

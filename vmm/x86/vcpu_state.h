@@ -46,12 +46,6 @@ struct vcpu_msr_list {
 int vcpu_state_msr_list(int kvm_sys_fd, struct vcpu_msr_list *list, const char **why)
 	__attribute__((warn_unused_result));
 
-/* Complete an exit that needs user space's answer (a PIO or MMIO read whose
- * data was filled in) without running guest code: KVM_RUN with
- * immediate_exit. Call it on a paused vCPU before vcpu_state_save, or the
- * instruction in flight is lost. 0 or -errno. */
-int vcpu_state_settle(int vcpu_fd, struct kvm_run *run) __attribute__((warn_unused_result));
-
 /* Save vCPU `vcpu_fd` of VM `vm_fd` into `s` (allocates s->xsave: free with
  * vcpu_state_free). The vCPU must be out of KVM_RUN and settled, and no
  * vCPU of the VM may be running (KVM_GET_VCPU_EVENTS is not safe against

@@ -3,20 +3,22 @@
  * Each case builds a VM in vm_build's order with arm64/arch.c behind the
  * contract: guest RAM laid out by arch_ram_layout, the guest loaded as an
  * Image (arch_load_kernel, arch_load_initrd), the device tree written
- * (arch_write_boot), KVM's capabilities checked, the GICv3 made for the
- * vCPUs (arch_cpus_prepare) and initialised with the last of them
+ * (arch_write_boot), KVM opened and the VM made by vm/kvm.c, the GICv3
+ * made for the vCPUs (arch_cpus_prepare) and initialised with the last of them
  * (arch_vcpu_init), mayfly's 16550 and boot timer on the MMIO bus
  * (arch_add_devices) with the UART's SPI raised through KVM_IRQ_LINE. It
  * runs a thread per vCPU dispatching MMIO exits to the bus, as vm/vcpu.c
  * does, collects the console and the PSCI event that ended the VM, and
- * prints TAP. (Once mayfly itself builds for aarch64, vm_build is this
- * runner's builder.)
+ * prints TAP. (mayfly's own vm_build, with its vCPU threads, jail and
+ * seccomp, runs on arm64 in tests/e2e/run-arm64-tests.sh; this runner
+ * checks the port's pieces one by one, with guests that say each.)
  * usage: arm64-guests [KERNEL INITRD]
  * Runs inside tools/harness/run-arm64 (an emulated Arm host with EL2), or
  * on any arm64 host with KVM.
  */
 #include "vm/arch.h"
 #include "vm/bus.h"
+#include "vm/kvm.h"
 #include "arm64/cpu.h"
 #include "devices/boot_timer.h"
 #include "devices/serial.h"
@@ -217,7 +219,8 @@ static bool vm_build(struct vm *vm, int sys_fd, uint64_t ram_bytes, unsigned nr_
 		.pio = &vm->pio, .mmio = &vm->mmio, .serial = &vm->uart,
 		.boot_timer = &vm->boot_timer, .reset = NULL, .opaque = vm,
 	};
-	const char *why = "", *missing;
+	struct kvm kvm = { .sys_fd = sys_fd, .vm_fd = -1 };
+	const char *why = "";
 	uint64_t initrd_gpa = 0;
 	int rc, run_size = ioctl(sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 
@@ -249,24 +252,11 @@ static bool vm_build(struct vm *vm, int sys_fd, uint64_t ram_bytes, unsigned nr_
 	if (rc)
 		return vm_fail(vm, why, -rc), false;
 
-	if ((missing = arch_kvm_missing_cap(sys_fd)))
-		return vm_fail(vm, missing, ENOTSUP), false;
-	vm->vm_fd = ioctl(sys_fd, KVM_CREATE_VM, 0);
-	if (vm->vm_fd < 0)
-		return vm_fail(vm, "KVM_CREATE_VM", errno), false;
-	rc = arch_vm_create(vm->vm_fd, &why);
+	/* vm/kvm.c's: KVM_CREATE_VM, arch_vm_create, RAM as memory slots. */
+	rc = kvm_create_vm(&kvm, &vm->mem, &why);
 	if (rc)
 		return vm_fail(vm, why, -rc), false;
-	for (int r = 0; r < vm->mem.nr_regions; r++) {
-		struct kvm_userspace_memory_region region = {
-			.slot = (uint32_t)r, .guest_phys_addr = vm->mem.regions[r].gpa,
-			.memory_size = vm->mem.regions[r].size,
-			.userspace_addr = (uint64_t)(uintptr_t)vm->mem.regions[r].hva,
-		};
-
-		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-			return vm_fail(vm, "KVM_SET_USER_MEMORY_REGION", errno), false;
-	}
+	vm->vm_fd = kvm.vm_fd;
 	if (arch_add_devices(vm->arch, &platform))
 		return vm_fail(vm, "the platform's devices on the bus", EEXIST), false;
 	rc = arch_cpus_prepare(vm->arch, sys_fd, vm->vm_fd, nr_vcpus, NULL, &why);
@@ -407,6 +397,8 @@ static void linux_cases(int sys_fd, const char *kernel, const char *initrd)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_kick };
+	struct kvm kvm;
+	const char *why = "";
 	int sys_fd;
 
 	if (argc != 1 && argc != 3) {
@@ -414,11 +406,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sigaction(SIGUSR1, &sa, NULL);   /* no SA_RESTART: KVM_RUN returns EINTR */
-	sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (sys_fd < 0) {
-		printf("Bail out! /dev/kvm: %s\n", strerror(errno));
+	/* vm/kvm.c's: the API version, the core's and arm64's capabilities. */
+	if (kvm_open(&kvm, "/dev/kvm", &why)) {
+		printf("Bail out! /dev/kvm: %s\n", why);
 		return 1;
 	}
+	sys_fd = kvm.sys_fd;
 	tiny_cases(sys_fd);
 	if (argc == 3)
 		linux_cases(sys_fd, argv[1], argv[2]);
