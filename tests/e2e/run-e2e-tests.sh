@@ -537,33 +537,7 @@ set_cmd --rootfs "$rootfs" --vsock "$sock" "(in the background)"
 start=$(now_cs)
 "$mayfly" boot --rootfs "$rootfs" --vsock "$sock" </dev/null >"$work/boot.out" 2>"$work/boot.err" &
 vm=$!
-timeout -k 5 "$case_timeout" "$mayfly" exec --vsock "$sock" -- sh -c 'echo first-call >/root/state' \
-	</dev/null >"$work/out" 2>"$work/err"
-rc1=$?
-timeout -k 5 "$case_timeout" "$mayfly" exec --vsock "$sock" -- cat /root/state \
-	</dev/null >"$work/out" 2>"$work/err"
-rc=$?
-after_run "$start"
-want_line first-call
-[ "$rc1" -eq 0 ] || fail "the first mayfly exec exited $rc1"
-want_rc 0
-tap "mayfly exec: two calls into one running VM share its state"
-
-echo cp-payload >"$work/cp-in.txt"
-timeout -k 5 "$case_timeout" "$mayfly" cp --vsock "$sock" "$work/cp-in.txt" :/root/cp.txt >"$work/out" 2>"$work/err" &&
-	timeout -k 5 "$case_timeout" "$mayfly" cp --vsock "$sock" :/root/cp.txt "$work/cp-out.txt" >"$work/out" 2>"$work/err"
-rc=$?
-want_rc 0
-cmp -s "$work/cp-in.txt" "$work/cp-out.txt" || fail "mayfly cp round trip changed the file"
-tap "mayfly cp: a file goes into the running VM and comes back"
-
-kill -TERM "$vm" 2>/dev/null
-wait "$vm"
-rc=$?
-vm=""
-want_rc 143
-[ -e "$sock" ] && fail "the vsock socket $sock is left behind"
-tap "the VM behind --vsock stops on SIGTERM and removes its socket"
+vsock_vm_points "$vm" "$sock" "after_run $start"
 
 # ---- a container's root: the containerd shim's VM ------------------------------
 

@@ -45,6 +45,47 @@ tap_diag() { :; }
 tap_after() { :; }
 tap_cleanup() { :; }
 
+# ---- points on a running VM ---------------------------------------------------
+
+# vsock_vm_points PID SOCK [HOOK]: three points on the VM that `mayfly boot
+# --vsock SOCK` runs in the background as PID: two `mayfly exec` calls share
+# its state, a file goes in and comes back out with `mayfly cp`, and SIGTERM
+# ends it (143) with SOCK removed. HOOK (words), when given, runs after the
+# exec calls (a runner's timing line). Leaves vm empty.
+vsock_vm_points() {
+	tap_vsock=$2
+	timeout -k 5 "$case_timeout" "$mayfly" exec --vsock "$tap_vsock" -- \
+		sh -c 'echo first-call >/root/state' </dev/null >"$work/out" 2>"$work/err"
+	tap_rc1=$?
+	timeout -k 5 "$case_timeout" "$mayfly" exec --vsock "$tap_vsock" -- cat /root/state \
+		</dev/null >"$work/out" 2>"$work/err"
+	rc=$?
+	[ -z "${3:-}" ] || $3
+	want_line first-call
+	[ "$tap_rc1" -eq 0 ] || fail "the first mayfly exec exited $tap_rc1"
+	want_rc 0
+	tap "mayfly exec: two calls into one running VM share its state"
+
+	echo "cp-payload $$" >"$work/cp-in.txt"
+	timeout -k 5 "$case_timeout" "$mayfly" cp --vsock "$tap_vsock" "$work/cp-in.txt" :/root/cp.txt \
+		>"$work/out" 2>"$work/err" &&
+		timeout -k 5 "$case_timeout" "$mayfly" cp --vsock "$tap_vsock" :/root/cp.txt \
+			"$work/cp-out.txt" >"$work/out" 2>"$work/err"
+	rc=$?
+	want_rc 0
+	cmp -s "$work/cp-in.txt" "$work/cp-out.txt" || fail "mayfly cp round trip changed the file"
+	tap "mayfly cp: a file goes into the running VM and comes back"
+
+	kill -TERM "$1" 2>/dev/null
+	wait "$1"
+	rc=$?
+	# shellcheck disable=SC2034  # the runner's: its cleanup kills $vm
+	vm=""
+	want_rc 143
+	[ -e "$tap_vsock" ] && fail "the vsock socket $tap_vsock is left behind"
+	tap "the VM behind --vsock stops on SIGTERM and removes its socket"
+}
+
 # ---- the runner's start ---------------------------------------------------
 
 # busybox_applets TOOL...: each TOOL missing from PATH becomes a function

@@ -9,6 +9,7 @@
 #include "arm64/cpu.h"
 #include "arm64/fdt.h"
 #include "arm64/image.h"
+#include "arm64/state.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,12 +31,18 @@
 _Static_assert(VM_MAX_VIRTIO <= ARM64_FDT_MAX_DEVICES, "every device in the tree");
 _Static_assert(CONFIG_CMDLINE_MAX <= ARM64_FDT_MAX_CMDLINE, "the command line fits /chosen");
 
+/* What a snapshot holds of the VM beyond its vCPUs. */
+struct arch_snapshot {
+	struct arm64_vm_state vm;
+};
+
 struct arch_vm {
 	struct arm64_image kernel;
 	uint64_t initrd_gpa, initrd_size;
 	uint64_t fdt_gpa;
 	int vm_fd, gic_fd;
 	unsigned nr_vcpus;
+	const struct arch_snapshot *snap;   /* restoring: what arch_cpus_prepare was given */
 };
 
 const struct mem_layout *arch_ram_layout(void)
@@ -209,9 +216,17 @@ unsigned arch_serial_irq(void)
 int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, int vm_fd, unsigned nr_vcpus,
 		      const struct arch_snapshot *s, const char **why)
 {
+	static __thread char target_why[96];
+	uint32_t target;
+
 	(void)kvm_sys_fd;
-	if (s)
-		return errmsg_why(why, -ENOTSUP, "snapshots are not supported on arm64 yet");
+	if (s && arm64_preferred_target(vm_fd, &target) == 0 && target != s->vm.target) {
+		snprintf(target_why, sizeof(target_why), "the snapshot was taken on another CPU "
+			 "(KVM target %u; this host's is %u)", s->vm.target, target);
+		*why = target_why;
+		return -ENOTSUP;
+	}
+	a->snap = s;
 	a->vm_fd = vm_fd;
 	a->nr_vcpus = nr_vcpus;
 	a->gic_fd = arm64_gic_create(vm_fd, nr_vcpus, why);
@@ -238,55 +253,117 @@ uint64_t arch_vcpu_pc(int vcpu_fd)
 	return arm64_core_reg_get(vcpu_fd, offsetof(struct kvm_regs, regs.pc), &pc) ? 0 : pc;
 }
 
-/* ---- snapshots: not on arm64 yet (the GICv3's, the timer's and the
- * system registers' state are issue 28's next part) ---- */
-
-static int no_snapshots(const char **why)
-{
-	return errmsg_why(why, -ENOTSUP, "snapshots are not supported on arm64 yet");
-}
+/* ---- snapshots: SNAP_SEC_ARM64 (the CPU target, the GICv3's registers),
+ * a SNAP_SEC_VCPU each (every listed register, the power state) ---- */
 
 int arch_snapshot_save(struct arch_vm *a, int kvm_sys_fd, int vm_fd, const struct vcpu *vcpus,
 		       unsigned n, struct snap_writer *w, const char **why)
 {
-	(void)a, (void)kvm_sys_fd, (void)vm_fd, (void)vcpus, (void)n, (void)w;
-	return no_snapshots(why);
+	int fds[ARM64_MAX_VCPUS];
+	struct arm64_vm_state vs;
+	struct snap_out o;
+	int rc = 0;
+
+	(void)kvm_sys_fd;
+	if (n > ARM64_MAX_VCPUS)
+		return errmsg_why(why, -EINVAL, "%u vCPUs", n);
+	for (unsigned i = 0; !rc && i < n; i++) {
+		struct arm64_vcpu_state cs;
+
+		fds[i] = vcpus[i].fd;
+		rc = arm64_vcpu_state_save(vcpus[i].fd, &cs, why);
+		if (rc)
+			break;
+		snap_out_init(&o);
+		arm64_vcpu_state_encode(&cs, &o);
+		arm64_vcpu_state_free(&cs);
+		rc = snap_writer_add_out(w, SNAP_SEC_VCPU(i), &o, why);
+	}
+	if (!rc)
+		rc = arm64_vm_state_save(vm_fd, a->gic_fd, fds, n, &vs, why);
+	if (rc)
+		return rc;
+	snap_out_init(&o);
+	arm64_vm_state_encode(&vs, &o);
+	arm64_vm_state_free(&vs);
+	return snap_writer_add_out(w, SNAP_SEC_ARM64, &o, why);
 }
 
+/* arm64 has no devices of its own: the UART and the boot timer are the core's. */
 int arch_devices_save(const struct arch_vm *a, struct snap_writer *w, const char **why)
 {
-	(void)a, (void)w;
-	return no_snapshots(why);
+	(void)a, (void)w, (void)why;
+	return 0;
 }
 
 int arch_snapshot_load(const struct snap_file *f, unsigned nr_vcpus, struct arch_snapshot **out,
 		       const char **why)
 {
-	(void)f, (void)nr_vcpus;
+	const struct snap_section *sec = snap_find(f, SNAP_SEC_ARM64);
+	struct arch_snapshot *s;
+	int rc;
+
 	*out = NULL;
-	return no_snapshots(why);
+	if (!sec && snap_find(f, SNAP_SEC_CPUID))
+		return errmsg_why(why, -ENOTSUP, "this is a snapshot of an x86-64 VM; this mayfly "
+				  "runs arm64 VMs");
+	if (!sec)
+		return errmsg_why(why, -EBADMSG, "snapshot state has no arm64 VM section");
+	if (nr_vcpus > ARM64_MAX_VCPUS)
+		return errmsg_why(why, -EBADMSG, "%u vCPUs on arm64", nr_vcpus);
+	for (unsigned i = 0; i < nr_vcpus; i++)
+		if (!snap_find(f, SNAP_SEC_VCPU(i)))
+			return errmsg_why(why, -EBADMSG, "snapshot state has no section for vcpu %u", i);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return errmsg_why(why, -ENOMEM, "out of memory");
+	rc = arm64_vm_state_decode(&s->vm, sec->data, sec->len, why);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
 }
 
 void arch_snapshot_free(struct arch_snapshot *s)
 {
-	(void)s;
+	if (s)
+		arm64_vm_state_free(&s->vm);
+	free(s);
 }
 
+/* The CPU target is compared when the VM exists (arch_cpus_prepare):
+ * KVM names it per VM. */
 int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, const char **why)
 {
-	(void)s, (void)kvm_sys_fd;
-	return no_snapshots(why);
+	(void)s, (void)kvm_sys_fd, (void)why;
+	return 0;
 }
 
 int arch_devices_restore(struct arch_vm *a, const struct snap_file *f, const char **why)
 {
-	(void)a, (void)f;
-	return no_snapshots(why);
+	(void)a, (void)f, (void)why;
+	return 0;
 }
 
+/* Each vCPU's registers, then the GIC (its redistributors are found by
+ * the MPIDRs just restored). */
 int arch_snapshot_restore(struct arch_vm *a, const struct snap_file *f, int vm_fd,
 			  const struct vcpu *vcpus, unsigned n, const char **why)
 {
-	(void)a, (void)f, (void)vm_fd, (void)vcpus, (void)n;
-	return no_snapshots(why);
+	int rc = 0;
+
+	(void)vm_fd;
+	for (unsigned i = 0; !rc && i < n; i++) {
+		const struct snap_section *sec = snap_find(f, SNAP_SEC_VCPU(i));
+		struct arm64_vcpu_state cs;
+
+		rc = arm64_vcpu_state_decode(&cs, sec->data, sec->len, why);
+		if (rc)
+			break;
+		rc = arm64_vcpu_state_restore(vcpus[i].fd, &cs, why);
+		arm64_vcpu_state_free(&cs);
+	}
+	return rc ? rc : arm64_vm_state_restore(a->gic_fd, &a->snap->vm, why);
 }

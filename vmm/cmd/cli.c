@@ -48,7 +48,7 @@ static const struct cli_option options[] = {
 	  "name or an empty directory; it appears whole or not at all" },
 	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
 	  "(repeatable, in order; each must exit 0)" },
-	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "FILE", "vmlinux (ELF), bzImage, or PVH ELF kernel\n"
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "FILE", CONFIG_KERNEL_FORMATS "\n"
 	  "(default: the guest kernel tools/build-guest built)" },
 	{ "initrd", O_INITRD, C_BOOT, "FILE",
 	  "initial ramdisk (default with the default kernel: its initramfs)" },
@@ -69,7 +69,7 @@ static const struct cli_option options[] = {
 	  "VM runs, through its control socket (the containerd\n"
 	  "shim puts a pod's containers there)" },
 	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
-	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "N", "vCPUs (default 1, at most 254)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "N", "vCPUs (default 1, at most " CONFIG_CPUS_LIMIT ")" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
 	  "(Ctrl-A x quits)" },
 	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP | C_MCP, "ID", "VM id shown in log lines (default: a random one)" },

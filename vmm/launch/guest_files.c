@@ -102,7 +102,7 @@ int guest_files_resolve(struct vm_config *cfg, char *err, size_t errlen)
 
 	if (rc || cfg->kernel[0])
 		return rc;
-	rc = find_into(&cfg->kernel, "vmlinux");
+	rc = find_into(&cfg->kernel, CONFIG_DEFAULT_KERNEL);
 	if (rc) {
 		snprintf(err, errlen, rc == -ENOENT ? "no --kernel given and no default guest "
 			 "kernel found (build it with tools/build-guest, or set MAYFLY_GUEST_DIR)" :

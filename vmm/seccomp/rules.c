@@ -214,7 +214,7 @@ static const struct seccomp_rule snapshot[] = {
 	ALLOW(pread64, "/proc/self/pagemap: which pages the guest touched"),
 	ALLOW(fdatasync, "the state file on disk before its rename"),
 	IOCTL(KVM_CHECK_EXTENSION, "XSAVE2 size, TSC deadline timer"),
-#if defined(__x86_64__)   /* arm64 has no snapshots yet (docs/arm64.md) */
+#if defined(__x86_64__)
 	IOCTL(KVM_GET_MSR_INDEX_LIST, "which MSRs to save"),
 	IOCTL(KVM_GET_PIT2, "VM state: the PIT"),
 	IOCTL(KVM_GET_CLOCK, "VM state: kvmclock"),
@@ -230,6 +230,13 @@ static const struct seccomp_rule snapshot[] = {
 	IOCTL(KVM_GET_VCPU_EVENTS, "vCPU state"),
 	IOCTL(KVM_GET_MSRS, "vCPU state"),
 	IOCTL(KVM_GET_TSC_KHZ, "vCPU state: the TSC frequency a restore must match"),
+#elif defined(__aarch64__)
+	IOCTL(KVM_GET_REG_LIST, "vCPU state: which registers KVM has"),
+	IOCTL(KVM_GET_ONE_REG, "vCPU state: each register, the timer's too"),
+	IOCTL(KVM_GET_MP_STATE, "vCPU state: powered off or runnable"),
+	IOCTL(KVM_GET_VCPU_EVENTS, "vCPU state: a pending SError"),
+	IOCTL(KVM_ARM_PREFERRED_TARGET, "VM state: the CPU target a restore must match"),
+	IOCTL(KVM_GET_DEVICE_ATTR, "VM state: the GICv3's registers"),
 #endif
 	IOCTL(KVM_SET_USER_MEMORY_REGION, "the working set: KVM_MEM_LOG_DIRTY_PAGES on guest RAM"),
 	IOCTL(KVM_GET_DIRTY_LOG, "the working set: the pages the guest wrote"),

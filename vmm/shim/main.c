@@ -174,7 +174,7 @@ static int serve(const struct runtime_args *a, const char *self)
 		log_say("cannot start the shim's threads: %s", strerror(errno));
 		return 1;
 	}
-	task_service_init(&svc, self, guest_file("vmlinux", kernel, sizeof(kernel)),
+	task_service_init(&svc, self, guest_file(CONFIG_DEFAULT_KERNEL, kernel, sizeof(kernel)),
 			  guest_file("initramfs.cpio.gz", initrd, sizeof(initrd)), RUNTIME_RUN_DIR,
 			  a->debug, &ev, SHIM_VERSION, exit_fd);
 	cfg.methods = task_api_methods(&cfg.n_methods);

@@ -33,6 +33,8 @@ enum snap_section_type {
 	SNAP_SEC_CPUID = 2,        /* cpuid_encode(): the CPUID table the guest was given */
 	SNAP_SEC_VM = 3,           /* vm_state_encode(): irqchip, PIT, KVM clock */
 	SNAP_SEC_FILES = 4,        /* the identity of every file the snapshot depends on */
+	SNAP_SEC_ARM64 = 5,        /* arm64_vm_state_encode(): the CPU target, the GICv3 (arm64's
+				    * VM-wide state; x86's are CPUID and VM) */
 	SNAP_SEC_SERIAL = 0x10,    /* serial_save(): the 16550A at COM1 */
 	SNAP_SEC_I8042 = 0x11,     /* i8042_save(): empty */
 	SNAP_SEC_BOOT_TIMER = 0x12,   /* boot_timer_save() */

@@ -123,7 +123,7 @@ int config_check(const struct vm_config *cfg, char *err, size_t errlen)
 	if (cfg->mem_mib == 0 || cfg->mem_mib > CONFIG_MAX_MEM_MIB)
 		why = "guest RAM outside 1 MiB .. 512 GiB";
 	else if (cfg->cpus == 0 || cfg->cpus > CONFIG_MAX_CPUS)
-		why = "vCPU count outside 1 .. 254";
+		why = "vCPU count outside 1 .. " CONFIG_CPUS_LIMIT;
 	else if (cfg->nr_disks + (cfg->rootfs[0] ? 1 : 0) + cfg->spare_disks > CONFIG_MAX_DISKS)
 		why = "more than 8 disks, the rootfs and spare slots included";
 	else if (!config_id_valid(cfg->id))

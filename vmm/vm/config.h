@@ -11,8 +11,21 @@
 /* One set of limits, checked by every front end (cli.c) and by config_check. */
 #define CONFIG_DEFAULT_MEM_MIB  256
 #define CONFIG_MAX_MEM_MIB      (512ULL * 1024)   /* 512 GiB */
-#define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
+/* The guest's base command line, and the default kernel's file name in
+ * tools/build-guest's directory: a mayfly runs guests of its own machine. */
+#if defined(__aarch64__)
+#define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 panic=-1 quiet"
+#define CONFIG_DEFAULT_KERNEL   "Image"
+#define CONFIG_KERNEL_FORMATS   "an arm64 Image (Linux's arm64 boot protocol)"
+#define CONFIG_MAX_CPUS         123   /* the GICv3's redistributors: vmm/arm64/cpu.h */
+#define CONFIG_CPUS_LIMIT       "123"
+#else
 #define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
+#define CONFIG_DEFAULT_KERNEL   "vmlinux"
+#define CONFIG_KERNEL_FORMATS   "vmlinux (ELF), bzImage, or PVH ELF kernel"
+#define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
+#define CONFIG_CPUS_LIMIT       "254"
+#endif
 #define CONFIG_ID_MAX           32
 #define CONFIG_CMDLINE_MAX      2048  /* with the NUL: Linux x86's COMMAND_LINE_SIZE */
 #define CONFIG_MAX_DISKS        8     /* virtio-blk devices vda..vdh, the rootfs included */

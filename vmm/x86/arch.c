@@ -287,6 +287,9 @@ int arch_snapshot_load(const struct snap_file *f, unsigned nr_vcpus, struct arch
 	int rc;
 
 	*out = NULL;
+	if (snap_find(f, SNAP_SEC_ARM64))
+		return errmsg_why(why, -ENOTSUP, "this is a snapshot of an arm64 VM; this mayfly "
+				  "runs x86-64 VMs");
 	if (!sec || !need(f, SNAP_SEC_VM, "VM", why))
 		return -EBADMSG;
 	for (unsigned i = 0; i < nr_vcpus; i++)
