@@ -18,14 +18,16 @@
 #define CONFIG_DEFAULT_KERNEL   "Image"
 #define CONFIG_KERNEL_FORMATS   "an arm64 Image (Linux's arm64 boot protocol)"
 #define CONFIG_MAX_CPUS         123   /* the GICv3's redistributors: vmm/arm64/cpu.h */
-#define CONFIG_CPUS_LIMIT       "123"
 #else
 #define CONFIG_DEFAULT_CMDLINE  "console=ttyS0 reboot=k panic=-1 tsc=reliable no_timer_check quiet"
 #define CONFIG_DEFAULT_KERNEL   "vmlinux"
 #define CONFIG_KERNEL_FORMATS   "vmlinux (ELF), bzImage, or PVH ELF kernel"
 #define CONFIG_MAX_CPUS         254   /* xAPIC ids 0..253; the IOAPIC takes the next id */
-#define CONFIG_CPUS_LIMIT       "254"
 #endif
+/* CONFIG_MAX_CPUS as a string, for the help text and config_check's message. */
+#define CONFIG_STR_(x)          #x
+#define CONFIG_STR(x)           CONFIG_STR_(x)
+#define CONFIG_CPUS_LIMIT       CONFIG_STR(CONFIG_MAX_CPUS)
 #define CONFIG_ID_MAX           32
 #define CONFIG_CMDLINE_MAX      2048  /* with the NUL: Linux x86's COMMAND_LINE_SIZE */
 #define CONFIG_MAX_DISKS        8     /* virtio-blk devices vda..vdh, the rootfs included */
