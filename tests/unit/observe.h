@@ -137,8 +137,7 @@ static inline unsigned count_lines(const char *text, const char *needle)
 	return n;
 }
 
-/* Threads of this process that have not exited (a thread that was joined
- * or has returned is gone from /proc/self/task). */
+/* Threads of this process that have not exited. */
 static inline unsigned nr_threads(void)
 {
 	DIR *dir = opendir("/proc/self/task");
@@ -150,6 +149,21 @@ static inline unsigned nr_threads(void)
 		if (e->d_name[0] != '.')
 			n++;
 	closedir(dir);
+	return n;
+}
+
+/* nr_threads once it is `want`, or after 5 s whatever it is. A joined
+ * thread leaves /proc/self/task a moment after pthread_join returns: the
+ * kernel wakes the joiner when it clears the thread's id, before the thread
+ * has finished exiting (a longer moment under qemu-user). */
+static inline unsigned nr_threads_settled(unsigned want)
+{
+	unsigned n = nr_threads();
+
+	for (int i = 0; i < 500 && n != want; i++) {
+		usleep(10 * 1000);
+		n = nr_threads();
+	}
 	return n;
 }
 

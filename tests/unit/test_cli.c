@@ -95,8 +95,8 @@ Test(cli, mistakes_are_one_clear_line)
 	EXPECT_ERROR(CLI_BOOT, "bad --mem '': not a whole number", "--mem=");
 	EXPECT_ERROR(CLI_BOOT, "bad --mem ' 5'", "--mem", " 5");
 	EXPECT_ERROR(CLI_BOOT, "bad --cpus '0'", "--cpus", "0");
-	EXPECT_ERROR(CLI_BOOT, "must be from 1 to 254", "--cpus", "255");
-	EXPECT_ERROR(CLI_BOOT, "must be from 1 to 254", "--cpus", "4294967297");
+	EXPECT_ERROR(CLI_BOOT, "must be from 1 to " CONFIG_CPUS_LIMIT, "--cpus", "255");
+	EXPECT_ERROR(CLI_BOOT, "must be from 1 to " CONFIG_CPUS_LIMIT, "--cpus", "4294967297");
 	EXPECT_ERROR(CLI_BOOT, "option --kernel needs a value", "--kernel");
 	EXPECT_ERROR(CLI_BOOT, "option --console takes no value", "--console=yes");
 	EXPECT_ERROR(CLI_BOOT, "bad --id", "--id", "a b");
@@ -111,7 +111,7 @@ Test(cli, run_and_boot_share_one_number_parser_and_its_limits)
 
 	/* The same flag, the same limit, the same words: whichever command. */
 	EXPECT_ERROR(CLI_RUN, "bad --mem '0': must be from 1 to 524288", "--mem", "0", "true");
-	EXPECT_ERROR(CLI_RUN, "must be from 1 to 254", "--cpus", "255", "true");
+	EXPECT_ERROR(CLI_RUN, "must be from 1 to " CONFIG_CPUS_LIMIT, "--cpus", "255", "true");
 	cr_assert_eq(PARSE(CLI_RUN, err, "--mem", "524288", "true"), CLI_OK, "%s", err);
 	cr_assert_eq(PARSE(CLI_BOOT, err, "--mem", "524288"), CLI_OK, "%s", err);
 	cr_assert_eq(c.vm.mem_mib, CONFIG_MAX_MEM_MIB);
@@ -409,7 +409,7 @@ Test(guest_files, default_guest_from_env)
 	cr_assert_not_null(strstr(err, "tools/build-guest"));
 	/* ...and a dir with both files provides both defaults. */
 	setenv("MAYFLY_GUEST_DIR", dir, 1);
-	touch(dir, "vmlinux");
+	touch(dir, CONFIG_DEFAULT_KERNEL);
 	touch(dir, "initramfs.cpio.gz");
 	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(strncmp(c.vm.kernel, dir, strlen(dir)), 0);
@@ -425,7 +425,7 @@ Test(guest_files, default_guest_from_env)
 	cr_assert_eq(guest_files_resolve(&c.vm, err, sizeof(err)), 0);
 	cr_assert_neq(c.vm.kernel[0], '\0');
 	cr_assert_str_eq(c.vm.initrd, "");
-	rm(dir, "vmlinux");
+	rm(dir, CONFIG_DEFAULT_KERNEL);
 	rm(dir, "initramfs.cpio.gz");
 	rmdir(dir);
 	unsetenv("MAYFLY_GUEST_DIR");

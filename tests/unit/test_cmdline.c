@@ -50,16 +50,21 @@ Test(cmdline, a_line_that_does_not_fit_is_refused_whole)
 	cmdline_add(&cl, "b");
 	cr_assert(cl.too_long);
 	cr_assert_eq(strlen(cl.buf), CONFIG_CMDLINE_MAX - 1, "nothing half-added");
-	/* base64 grows a command by 4/3: 1500 bytes no longer fit, 1400 do. */
-	big[1500] = '\0';
+	/* base64 grows a command by 4/3, a group of 3 bytes to 4 characters:
+	 * after the default line, " mayfly.cmd=" and the NUL, room for
+	 * room / 4 groups, and one more group no longer fits. */
+	size_t room = CONFIG_CMDLINE_MAX - strlen(CONFIG_DEFAULT_CMDLINE) - 12 - 1;
+	size_t fits = room / 4 * 3;
+
+	big[fits + 3] = '\0';
 	cmdline_init(&cl, "");
 	cmdline_add_base64(&cl, "mayfly.cmd", big);
 	cr_assert(cl.too_long);
-	big[1400] = '\0';
+	big[fits] = '\0';
 	cmdline_init(&cl, "");
 	cmdline_add_base64(&cl, "mayfly.cmd", big);
 	cr_assert_not(cl.too_long);
-	cr_assert_eq(strlen(cl.buf), strlen(CONFIG_DEFAULT_CMDLINE) + 1 + 11 + 1868);
+	cr_assert_eq(strlen(cl.buf), strlen(CONFIG_DEFAULT_CMDLINE) + 12 + room / 4 * 4);
 }
 
 Test(config, check_holds_a_saved_config_to_the_same_limits)
