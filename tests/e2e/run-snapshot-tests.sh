@@ -4,10 +4,14 @@
 # copy is fresh (files, clock, entropy) and the files never change, and that
 # every kind of bad snapshot is refused before any guest code runs, and that a
 # running VM whose memory or disk-vda file is cut short ends with a clear
-# line. Prints TAP.
+# line. Prints TAP. The same points on x86 and on arm64 (issue 28: in the
+# arm64 harness, from tools/test), where the guest differs.
 #
 # usage: run-snapshot-tests MAYFLY GUESTDIR SNAPEDIT
-#   SNAPEDIT  tests/e2e/snapedit.c: gives a snapshot's guest a CPU feature
+#   GUESTDIR  tools/build-guest's: x86's vmlinux, bzImage and rootfs.ext4, or
+#             arm64's Image and rootfs.ext4 (or rootfs.ext4.gz, unpacked here)
+#   SNAPEDIT  tests/e2e/snapedit.c: makes a snapshot another CPU's (x86: a
+#             CPUID feature this host lacks; arm64: another KVM CPU target)
 #
 # POSIX sh with busybox tools only: it also runs inside the harness's minimal L1.
 # Exit status: 0 all passed, 1 a point failed, 2 usage, 3 could not run.
@@ -16,7 +20,7 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
-busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cmp sha256sum dd od cp stat date
+busybox_applets timeout grep sed head tail tr wc mktemp sleep rm cmp sha256sum dd od cp stat date gunzip ln df awk
 [ $# -eq 3 ] || usage "run-snapshot-tests MAYFLY GUESTDIR SNAPEDIT"
 mayfly=$1
 guestdir=$2
@@ -24,13 +28,32 @@ snapedit=$3
 case_timeout=${E2E_CASE_TIMEOUT:-120}
 
 need_mayfly
-for f in vmlinux bzImage rootfs.ext4; do
-	[ -r "$guestdir/$f" ] || bail "$guestdir/$f is missing (build the guest with tools/build-guest)"
-done
 need_kvm e2e-suite
-export MAYFLY_GUEST_DIR="$guestdir"
-
 tap_workdir snapshot-tests
+
+# What differs by machine: the guest's files, another kernel than the
+# snapshot's (x86: the same kernel as a bzImage; arm64: an Image with a byte
+# more), and snapedit's change with the refusal it brings.
+if [ "$(uname -m)" = aarch64 ]; then
+	if [ ! -r "$guestdir/rootfs.ext4" ] && [ -r "$guestdir/rootfs.ext4.gz" ]; then
+		mkdir "$work/guest" && ln -s "$(cd "$guestdir" && pwd)/Image" "$work/guest/Image" &&
+			gunzip -c "$guestdir/rootfs.ext4.gz" >"$work/guest/rootfs.ext4" ||
+			bail "cannot unpack $guestdir/rootfs.ext4.gz"
+		guestdir=$work/guest
+	fi
+	need_guest "$guestdir" Image rootfs.ext4
+	cp "$guestdir/Image" "$work/other-kernel" && printf 'x' >>"$work/other-kernel" ||
+		bail "cannot copy $guestdir/Image"
+	other_kernel=$work/other-kernel
+	other_cpu() { "$snapedit" "$1" 0x7fff; }
+	other_cpu_refusal="taken on another CPU (KVM target 32767; this host's is"
+else
+	need_guest "$guestdir" vmlinux bzImage rootfs.ext4
+	other_kernel=$guestdir/bzImage
+	other_cpu() { "$snapedit" "$1" 7 0 ebx 16; }
+	other_cpu_refusal="lacks a feature"
+fi
+export MAYFLY_GUEST_DIR="$guestdir"
 
 # A failed point: the last lines of the last run's stderr.
 tap_diag() {
@@ -130,7 +153,8 @@ tap "the snapshot's files and the base image are unchanged (sha256) after 27 res
 copy() {
 	rm -rf "$work/bad"
 	mkdir "$work/bad"
-	cp "$snap/state" "$snap/memory" "$snap/disk-vda" "$work/bad/"
+	cp "$snap/state" "$snap/memory" "$snap/disk-vda" "$work/bad/" ||
+		fail "cannot copy the snapshot (is $work's file system full?)"
 }
 copy
 printf '\377' | dd of="$work/bad/state" bs=1 seek=200 conv=notrunc 2>/dev/null
@@ -173,7 +197,7 @@ mf run --snapshot "$snap" --rootfs "$work/other.ext4" -- true
 refused "not the one this snapshot was made from"
 tap "a base image with other content is refused"
 
-mf run --snapshot "$snap" --kernel "$guestdir/bzImage" -- true
+mf run --snapshot "$snap" --kernel "$other_kernel" -- true
 refused "not the one this snapshot booted"
 tap "another kernel than the snapshot's is refused"
 
@@ -184,12 +208,12 @@ want_rc 2
 tap "--mem or --cpus other than the snapshot's is refused (run 125, boot 2)"
 
 copy
-"$snapedit" "$work/bad/state" 7 0 ebx 16 || fail "snapedit failed"
+other_cpu "$work/bad/state" || fail "snapedit failed"
 mf run --snapshot "$work/bad" -- true
-refused "lacks a feature"
+refused "$other_cpu_refusal"
 mf boot --snapshot "$work/bad"
 want_rc 5
-tap "a snapshot whose guest had a CPU feature this host lacks is refused (run 125, boot 5)"
+tap "a snapshot from another CPU (x86: a feature this host lacks; arm64: another KVM target) is refused (run 125, boot 5)"
 
 # ---- a memory file cut short while a VM runs from it ----
 

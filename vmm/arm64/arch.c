@@ -216,16 +216,7 @@ unsigned arch_serial_irq(void)
 int arch_cpus_prepare(struct arch_vm *a, int kvm_sys_fd, int vm_fd, unsigned nr_vcpus,
 		      const struct arch_snapshot *s, const char **why)
 {
-	static __thread char target_why[96];
-	uint32_t target;
-
 	(void)kvm_sys_fd;
-	if (s && arm64_preferred_target(vm_fd, &target) == 0 && target != s->vm.target) {
-		snprintf(target_why, sizeof(target_why), "the snapshot was taken on another CPU "
-			 "(KVM target %u; this host's is %u)", s->vm.target, target);
-		*why = target_why;
-		return -ENOTSUP;
-	}
 	a->snap = s;
 	a->vm_fd = vm_fd;
 	a->nr_vcpus = nr_vcpus;
@@ -333,11 +324,19 @@ void arch_snapshot_free(struct arch_snapshot *s)
 	free(s);
 }
 
-/* The CPU target is compared when the VM exists (arch_cpus_prepare):
- * KVM names it per VM. */
-int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, const char **why)
+int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, int vm_fd,
+			     const char **why)
 {
-	(void)s, (void)kvm_sys_fd, (void)why;
+	static __thread char target_why[96];
+	uint32_t target;
+
+	(void)kvm_sys_fd;
+	if (arm64_preferred_target(vm_fd, &target) == 0 && target != s->vm.target) {
+		snprintf(target_why, sizeof(target_why), "the snapshot was taken on another CPU "
+			 "(KVM target %u; this host's is %u)", s->vm.target, target);
+		*why = target_why;
+		return -ENOTSUP;
+	}
 	return 0;
 }
 

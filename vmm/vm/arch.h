@@ -121,9 +121,11 @@ int arch_devices_save(const struct arch_vm *a, struct snap_writer *w, const char
 int arch_snapshot_load(const struct snap_file *f, unsigned nr_vcpus, struct arch_snapshot **out,
 		       const char **why) __attribute__((warn_unused_result));
 void arch_snapshot_free(struct arch_snapshot *s);
-/* Whether this host can run the snapshot's guest (every CPU feature it
- * was given). 0, or -ENOTSUP with *why naming what is missing. */
-int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, const char **why)
+/* Whether this host can run the snapshot's guest (x86: every CPU feature
+ * it was given; arm64: KVM's CPU target, which KVM names per VM: vm_fd is
+ * the VM, made but empty). 0, or -ENOTSUP with *why naming what differs. */
+int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, int vm_fd,
+			     const char **why)
 	__attribute__((warn_unused_result));
 /* Restore: the architecture's devices, then the VM-wide state, then each
  * vCPU's, before any guest code runs. 0 or -errno with *why. */

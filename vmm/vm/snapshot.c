@@ -506,9 +506,9 @@ int vm_snapshot_save(struct vm *vm, const char *tmp, const struct snapshot_sourc
 
 /* ---- restore ---- */
 
-int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, const char **why)
+int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, int vm_fd, const char **why)
 {
-	return arch_snapshot_check_host(s->arch, kvm_sys_fd, why);
+	return arch_snapshot_check_host(s->arch, kvm_sys_fd, vm_fd, why);
 }
 
 /* The devices (the architecture's among them), then the architecture's

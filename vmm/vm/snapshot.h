@@ -140,9 +140,9 @@ int vm_snapshot_finish(struct snap_writer *w, const struct snapshot_fds *fds,
 		       struct snapshot_files *f, struct snapshot_stats *stats, const char **why)
 	__attribute__((warn_unused_result));
 
-/* For vm_build, in this order: the host's CPU offers every feature the
- * guest was given (kvm_sys_fd: /dev/kvm), ... */
-int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, const char **why);
+/* For vm_build, in this order: the host's CPU is one the guest can go on
+ * on (kvm_sys_fd: /dev/kvm; vm_fd: the VM, made but empty), ... */
+int snapshot_check_host(const struct snapshot *s, int kvm_sys_fd, int vm_fd, const char **why);
 /* ... then, with devices and vCPUs created, put every saved state in
  * place. Runs no guest code. */
 int vm_snapshot_restore(struct vm *vm, const struct snapshot *s, const char **why)

@@ -418,7 +418,7 @@ static int vm_check_host(struct vm *vm)
 {
 	const char *why = "";
 
-	if (!vm->snap || !snapshot_check_host(vm->snap, vm->kvm.sys_fd, &why))
+	if (!vm->snap || !snapshot_check_host(vm->snap, vm->kvm.sys_fd, vm->kvm.vm_fd, &why))
 		return 0;
 	log_error("cannot restore this snapshot here: %s", why);
 	return EXIT_KVM_UNSUPPORTED;

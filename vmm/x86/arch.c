@@ -314,12 +314,14 @@ void arch_snapshot_free(struct arch_snapshot *s)
 	free(s);
 }
 
-int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, const char **why)
+int arch_snapshot_check_host(const struct arch_snapshot *s, int kvm_sys_fd, int vm_fd,
+			     const char **why)
 {
 	struct kvm_cpuid2 *host = NULL;
 	bool deadline = ioctl(kvm_sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
 	int rc = cpuid_get_supported(kvm_sys_fd, &host);
 
+	(void)vm_fd;   /* x86's CPU description is /dev/kvm's, not the VM's */
 	if (rc)
 		return errmsg_why(why, rc, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-rc));
 	rc = cpuid_check_host(s->cpuid, host, deadline, why);
