@@ -5,7 +5,7 @@
 #
 # usage: run-agent-tests MAYFLY GUESTDIR FILESDIR
 #   MAYFLY    the mayfly binary
-#   GUESTDIR  the default guest (vmlinux at least)
+#   GUESTDIR  the default guest (vmlinux at least; arm64: Image)
 #   FILESDIR  files put into the VMs: a wheel (mayfly_hello-1.0-py3-none-any.whl),
 #             test_pass.py, test_fail.py, hello.c, data.json, notes.txt
 #   $MAYFLY_TEST_DATA/agent.ext4  the agent image (tests/run-in-kvm --data: in the
@@ -95,8 +95,12 @@ point "rg on a file put into the VM" 0 "2:the needle is here" \
 # rootfs/oci-import's image of two busybox layers (e2e-suite makes it): it boots with
 # mayfly's init and agent, and the second layer's whiteout and opaque dir hold.
 # Its config's Env, WorkingDir and User are the agent's defaults (--defaults).
-point "an image imported from an OCI layout boots and runs a command as its config says" 0 \
-	"new in layer 2: hello oci: /data: 1000" \
-	--rootfs "$MAYFLY_TEST_DATA/oci.ext4" -- sh -c '[ ! -e /data/a ] && [ ! -e /opq/old ] &&
-		[ -e /data/b ] && echo "$(cat /opq/new): $GREETING: $PWD: $(id -u)"'
+oci_point="an image imported from an OCI layout boots and runs a command as its config says"
+if [ "$(uname -m)" = aarch64 ]; then
+	tap_skip "$oci_point" "arm64: rootfs/oci-import puts x86's init and agent in (docs/arm64.md)"
+else
+	point "$oci_point" 0 "new in layer 2: hello oci: /data: 1000" \
+		--rootfs "$MAYFLY_TEST_DATA/oci.ext4" -- sh -c '[ ! -e /data/a ] && [ ! -e /opq/old ] &&
+			[ -e /data/b ] && echo "$(cat /opq/new): $GREETING: $PWD: $(id -u)"'
+fi
 tap_exit

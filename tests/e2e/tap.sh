@@ -140,12 +140,14 @@ need_guest() {
 	done
 }
 
-# need_agent_image: bail out unless $guestdir has the kernel and
-# $MAYFLY_TEST_DATA the Debian agent image (tools/build-guest --agent), then
-# $image.
+# need_agent_image: bail out unless $guestdir has the kernel (x86's vmlinux,
+# arm64's Image: $kernel_name) and $MAYFLY_TEST_DATA the Debian agent image
+# (tools/build-guest --agent), then $image.
 need_agent_image() {
 	image=${MAYFLY_TEST_DATA:-}/agent.ext4
-	[ -r "$guestdir/vmlinux" ] || bail "$guestdir/vmlinux is missing (tools/build-guest)"
+	kernel_name=vmlinux
+	[ "$(uname -m)" != aarch64 ] || kernel_name=Image
+	[ -r "$guestdir/$kernel_name" ] || bail "$guestdir/$kernel_name is missing (tools/build-guest)"
 	[ -n "${MAYFLY_TEST_DATA:-}" ] && [ -r "$image" ] ||
 		bail "no agent image at \$MAYFLY_TEST_DATA/agent.ext4 (tools/build-guest --agent)"
 }
@@ -155,7 +157,7 @@ need_agent_image() {
 # agent.ext4. Exports MAYFLY_GUEST_DIR, and MAYFLY_CACHE=$work/cache.
 agent_guest() {
 	mkdir "$work/guest"
-	ln -s "$(cd "$guestdir" && pwd)/vmlinux" "$work/guest/vmlinux"
+	ln -s "$(cd "$guestdir" && pwd)/$kernel_name" "$work/guest/$kernel_name"
 	ln -s "$image" "$work/guest/agent.ext4"
 	export MAYFLY_GUEST_DIR="$work/guest" MAYFLY_CACHE="$work/cache"
 }
