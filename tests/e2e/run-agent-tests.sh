@@ -95,12 +95,8 @@ point "rg on a file put into the VM" 0 "2:the needle is here" \
 # rootfs/oci-import's image of two busybox layers (e2e-suite makes it): it boots with
 # mayfly's init and agent, and the second layer's whiteout and opaque dir hold.
 # Its config's Env, WorkingDir and User are the agent's defaults (--defaults).
-oci_point="an image imported from an OCI layout boots and runs a command as its config says"
-if [ "$(uname -m)" = aarch64 ]; then
-	tap_skip "$oci_point" "arm64: rootfs/oci-import puts x86's init and agent in (docs/arm64.md)"
-else
-	point "$oci_point" 0 "new in layer 2: hello oci: /data: 1000" \
-		--rootfs "$MAYFLY_TEST_DATA/oci.ext4" -- sh -c '[ ! -e /data/a ] && [ ! -e /opq/old ] &&
-			[ -e /data/b ] && echo "$(cat /opq/new): $GREETING: $PWD: $(id -u)"'
-fi
+point "an image imported from an OCI layout boots and runs a command as its config says" 0 \
+	"new in layer 2: hello oci: /data: 1000" \
+	--rootfs "$MAYFLY_TEST_DATA/oci.ext4" -- sh -c '[ ! -e /data/a ] && [ ! -e /opq/old ] &&
+		[ -e /data/b ] && echo "$(cat /opq/new): $GREETING: $PWD: $(id -u)"'
 tap_exit
