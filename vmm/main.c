@@ -1,5 +1,6 @@
 /* main.c - mayfly's entry point: command line -> typed request -> build the VM -> run it -> exit code. */
 #include "cmd/audit.h"
+#include "cmd/bench.h"
 #include "cmd/boot.h"
 #include "cmd/cli.h"
 #include "cmd/ctl.h"
@@ -33,6 +34,7 @@ static const char usage[] =
 	"  mcp      a Model Context Protocol server on stdio, one VM per session\n"
 	"  audit verify      check an audit log's hash chain (run/mcp --audit)\n"
 	"  serve    an HTTP API for many sandboxes (docs/openapi.yaml)\n"
+	"  bench    boot, restore and run latency per phase; bench compare A B\n"
 	"\n"
 	"Exit codes: 0 guest reset or powered off, 1 internal error, 2 bad usage,\n"
 	"3 bad kernel or initrd, 4 no usable /dev/kvm, 5 KVM lacks a capability,\n"
@@ -66,6 +68,8 @@ static int dispatch(struct cli *c, int argc, char **argv, uint64_t start_ns)
 		return cmd_ctl(c, argc - 1, argv + 1, !strcmp(cmd, "fork"));
 	if (!strcmp(cmd, "serve"))
 		return cmd_serve(c, argc - 1, argv + 1, start_ns);
+	if (!strcmp(cmd, "bench"))
+		return cmd_bench(c, argc - 1, argv + 1, MAYFLY_VERSION " (commit " MAYFLY_COMMIT ")");
 	log_say("unknown command '%s' (try mayfly --help)", cmd);
 	return EXIT_USAGE;
 }

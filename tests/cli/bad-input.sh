@@ -43,7 +43,7 @@ expect() {
 	fi
 }
 
-echo "1..75"
+echo "1..86"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -97,6 +97,17 @@ expect "audit without verify" 2 "usage: mayfly audit verify" -- "$mayfly" audit
 expect "audit verify of a missing log" 2 "cannot read the audit log" -- "$mayfly" audit verify "$tmp/nope"
 expect "audit verify with a bad --head" 2 "bad --head 'xyz'" -- "$mayfly" audit verify --head xyz "$tmp/empty"
 expect "audit verify of a file that is not a log" 1 "line 1: not an audit record" -- "$mayfly" audit verify "$tmp/garbage-lines"
+expect "bench without a kind" 2 "usage: mayfly bench boot|restore|run" -- "$mayfly" bench
+expect "bench of an unknown kind" 2 "usage: mayfly bench" -- "$mayfly" bench warp
+expect "bench --runs 0" 2 "bad --runs '0': must be from 1 to 100000" -- "$mayfly" bench run --runs 0
+expect "bench --mode of an unknown mode" 2 "bad --mode 'random'" -- "$mayfly" bench run --mode random
+expect "bench --mode burst:300" 2 "bad --mode burst:N '300'" -- "$mayfly" bench run --mode burst:300
+expect "bench boot --snapshot" 2 "bench boot boots cold" -- "$mayfly" bench boot --snapshot "$tmp/dir"
+expect "bench run with a flag run does not take" 2 "unknown option '--tty'" -- "$mayfly" bench run --tty
+expect "bench compare of one file" 2 "takes two files" -- "$mayfly" bench compare "$tmp/empty"
+expect "bench compare of a missing file" 2 "cannot open $tmp/nope" -- "$mayfly" bench compare "$tmp/nope" "$tmp/nope"
+expect "bench compare of a file that is not a record" 2 "garbage-lines:1: not a mayfly bench --json line" -- "$mayfly" bench compare "$tmp/garbage-lines" "$tmp/garbage-lines"
+expect "bench compare of an empty file" 2 "no measured runs" -- "$mayfly" bench compare "$tmp/empty" "$tmp/empty"
 expect "run --audit to a directory" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/dir" -- true
 expect "run --audit to a FIFO" 125 "cannot open the audit log" -- "$mayfly" run --audit "$tmp/fifo" -- true
 # --allow-net and --resolve: checked before any VM, one line each.

@@ -1,19 +1,102 @@
-/* jsoncheck.c - every line on stdin must be one strict JSON object (RFC 8259, strict UTF-8) with an "event": the e2e suite's reader of --json output. */
+/* jsoncheck.c - every line on stdin must be one strict JSON object (RFC 8259, strict UTF-8) with an "event": the e2e suite's reader of --json output; with --bench KIND, mayfly bench's lines and their phases' order. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* mayfly bench's points in the order docs/bench.md gives them; the ones a
+ * restore never has (it loads no kernel, its init ran before the save). */
+static const char *const points[] = {
+	"main", "jail_started", "memory_mapped", "guest_loaded", "vm_created", "devices_ready",
+	"jail_entered", "first_kvm_run", "guest_init", "agent_ready", "command_started",
+	"first_output", "command_ended", "exit",
+};
+#define NPOINTS (sizeof(points) / sizeof(points[0]))
+
+static bool cold_only(const char *p)
+{
+	return !strcmp(p, "guest_loaded") || !strcmp(p, "guest_init");
+}
+
+/* One "run" line of KIND: every point there, in order, none missing. */
+static const char *bench_run_bad(json_t *run, const char *kind)
+{
+	static char why[160];
+	json_t *at = json_object_get(run, "at_ms");
+	bool cold = !strcmp(kind, "boot");
+	double prev = 0;
+
+	if (json_integer_value(json_object_get(run, "exit_code")) != 0 ||
+	    json_is_true(json_object_get(run, "restored")) == cold)
+		return "exit_code is not 0, or restored does not fit the kind";
+	if (json_object_size(at) != NPOINTS - (cold ? 0 : 2))
+		return "at_ms has other points than the kind's";
+	for (size_t i = 0; i < NPOINTS; i++) {
+		json_t *v = json_object_get(at, points[i]);
+
+		if (!cold && cold_only(points[i]))
+			continue;
+		if (!json_is_number(v)) {
+			snprintf(why, sizeof(why), "no %s", points[i]);
+			return why;
+		}
+		if (json_number_value(v) < prev) {
+			snprintf(why, sizeof(why), "%s at %.3f ms comes before the point before it (%.3f)",
+				 points[i], json_number_value(v), prev);
+			return why;
+		}
+		prev = json_number_value(v);
+	}
+	return NULL;
+}
+
+/* --bench KIND: the header first, then runs and summaries; prints the
+ * measured runs' count. */
+static int bench(const char *kind)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long lines = 0, runs = 0;
+
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		json_t *j = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+		const char *type = json_string_value(json_object_get(j, "type")), *bad = NULL;
+
+		lines++;
+		if (!type)
+			bad = "not a JSON object with a \"type\"";
+		else if (lines == 1 && (strcmp(type, "bench") ||
+					strcmp(json_string_value(json_object_get(j, "kind")) ?: "", kind)))
+			bad = "not the header of this kind";
+		else if (!strcmp(type, "run") && !json_is_true(json_object_get(j, "warmup"))) {
+			bad = bench_run_bad(j, kind);
+			runs++;
+		}
+		json_decref(j);
+		if (bad) {
+			fprintf(stderr, "jsoncheck: line %ld: %s\n", lines, bad);
+			return 1;
+		}
+	}
+	free(line);
+	printf("%ld\n", runs);
+	return runs ? 0 : 1;
+}
+
 /* Exit 0 when every line passes (and there was one), 1 naming the first
  * that does not. JSON_ALLOW_NUL: \u0000 is valid JSON, only jansson's C
  * strings need the flag. */
-int main(void)
+int main(int argc, char **argv)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	long lines = 0;
 
+	if (argc == 3 && !strcmp(argv[1], "--bench"))
+		return bench(argv[2]);
 	while ((n = getline(&line, &cap, stdin)) > 0) {
 		json_error_t err;
 		json_t *j;

@@ -379,21 +379,25 @@ tap "--disk PATH,ro: the guest sees a read-only disk and the file does not chang
 
 # ---- mayfly run: the guest agent over vsock ----------------------------------
 
-# run_vm ARGS...: `mayfly run ARGS` (the default guest's rootfs.ext4), stdin
-# from $run_in (default /dev/null), stdout and stderr kept apart.
+# run_sub COMMAND LIMIT ARGS...: `mayfly COMMAND ARGS`, bounded by LIMIT
+# seconds, stdin from $run_in (default /dev/null), stdout and stderr kept apart.
 run_in=/dev/null
-run_vm() {
-	cmd="MAYFLY_GUEST_DIR=$guestdir mayfly run"
+run_sub() {
+	sub=$1 limit=$2
+	shift 2
+	cmd="MAYFLY_GUEST_DIR=$guestdir mayfly $sub"
 	for a in "$@"; do
 		cmd="$cmd $(quote "$a")"
 	done
 	diag_shown=0
 	start=$(now_cs)
-	timeout -k 5 "$case_timeout" "$mayfly" run "$@" <"$run_in" >"$work/out" 2>"$work/err"
+	timeout -k 5 "$limit" "$mayfly" "$sub" "$@" <"$run_in" >"$work/out" 2>"$work/err"
 	rc=$?
 	run_in=/dev/null
 	after_run "$start"
 }
+# run_vm ARGS...: `mayfly run ARGS` (the default guest's rootfs.ext4).
+run_vm() { run_sub run "$case_timeout" "$@"; }
 want_err_line() {
 	tr -d '\r' <"$work/err" | grep -qxF -- "$1" || fail "stderr lacks the line \"$1\""
 }
@@ -462,6 +466,39 @@ grep -q '^{"event":"timings","restored":true,"vmm_setup_ms":' "$work/txt" || fai
 want_rc 3
 "$jsoncheck" <"$work/out" >/dev/null || fail "a --json line is not strict JSON"
 tap "mayfly run --json: started, stdout, stderr, exit and timings events, one per line"
+
+# ---- mayfly bench: each run's phases, the table, the record, compare ---------
+
+# bench_vm ARGS...: `mayfly bench ARGS`; its runs are bounded together.
+bench_vm() { run_sub bench $((case_timeout * 4)) "$@"; }
+
+bench_vm boot --runs 5 --warmup 0 --json "$work/boot.json" --svg "$work/boot.svg" -- echo hi
+want_rc 0
+bench_n=$("$jsoncheck" --bench boot <"$work/boot.json") || fail "a boot run's phases are missing or out of order (jsoncheck --bench)"
+[ "${bench_n:-0}" -eq 5 ] || fail "$bench_n measured runs in the record, want 5"
+grep -q '^exit  *5 ' "$work/txt" || fail "the table has no exit row over 5 runs"
+grep -q '^guest_init  *5 ' "$work/txt" || fail "the table has no guest_init row"
+grep -q '<svg ' "$work/boot.svg" && grep -q '</svg>' "$work/boot.svg" || fail "no whole SVG"
+tap "mayfly bench boot --runs 5: every run's 14 phases, each at or after the one before, in strict JSON lines; the table and the SVG"
+
+bench_vm restore --runs 5 --json "$work/restore.json" -- echo hi
+want_rc 0
+bench_n=$("$jsoncheck" --bench restore <"$work/restore.json") || fail "a restore's phases are missing or out of order (jsoncheck --bench)"
+[ "${bench_n:-0}" -eq 5 ] || fail "$bench_n measured runs in the record, want 5"
+grep -q '"warmup":true' "$work/restore.json" || fail "the warm-up run is not in the record"
+tap "mayfly bench restore --runs 5: a restore's 12 phases in order (no kernel load, no init), the warm-up run marked"
+
+bench_vm compare "$work/restore.json" "$work/restore.json"
+want_rc 0
+bench_rows=$(grep -c 'no significant difference' "$work/txt")
+[ "$bench_rows" -ge 12 ] || fail "only $bench_rows rows say no significant difference"
+grep -q 'B slower\|B faster' "$work/txt" && fail "a run compared with itself differs"
+tap "mayfly bench compare: a benchmark against itself, no significant difference in any of its phases (exit 0)"
+
+bench_vm run --runs 1 --warmup 0 -- sh -c 'exit 3'
+want_rc 125
+want_err_re 'run 1 exited 3'
+tap "mayfly bench: a run whose command fails ends the benchmark with one line naming it, exit 125"
 
 # Random bytes on both streams: every line still strict JSON (RFC 8259,
 # strict UTF-8), read by jansson with duplicates refused.

@@ -315,6 +315,53 @@ Test(cli, each_command_takes_only_its_flags)
 	cr_assert(c.run.tty);
 }
 
+/* bench passes the VM options run takes on to each run, in order, in
+ * either form; its own options stay its own. */
+Test(cli, bench_forwards_the_vm_options_and_keeps_its_own)
+{
+	char err[256];
+	char *argv[] = { "restore", "--runs", "20", "--kernel", "k", "--no-jail", "--mode=burst:8",
+			 "--mem=512", "--json", "r.json", "--", "echo", "hi" };
+
+	cr_assert_eq(cli_parse(&c, CLI_BENCH, 13, argv, err, sizeof(err)), CLI_OK, "%s", err);
+	cr_assert_eq(c.bench.runs, 20);
+	cr_assert_eq(c.bench.warmup, 1, "one warm-up run by default");
+	cr_assert_eq(c.bench.mode, BENCH_BURST);
+	cr_assert_eq(c.bench.mode_arg, 8);
+	cr_assert_str_eq(c.bench.json, "r.json");
+	cr_assert_eq(c.bench.nforward, 3);
+	cr_assert_str_eq(c.bench.forward[0][0], "kernel");
+	cr_assert_str_eq(c.bench.forward[0][1], "k");
+	cr_assert_str_eq(c.bench.forward[1][0], "no-jail");
+	cr_assert_null(c.bench.forward[1][1], "a flag has no value");
+	cr_assert_str_eq(c.bench.forward[2][0], "mem");
+	cr_assert_str_eq(c.bench.forward[2][1], "512");
+	cr_assert_eq(c.run.argc, 2);
+	cr_assert_str_eq(c.run.argv[0], "echo");
+
+	cr_assert_eq(PARSE(CLI_BENCH, err, "--mode", "staggered:250", "--warmup", "0"), CLI_OK, "%s",
+		     err);
+	cr_assert_eq(c.bench.mode, BENCH_STAGGERED);
+	cr_assert_eq(c.bench.mode_arg, 250);
+	cr_assert_eq(c.bench.warmup, 0);
+	cr_assert_eq(c.run.argc, 0, "CMD is optional");
+	cr_assert_eq(c.bench.nforward, 0);
+	cr_assert_eq(PARSE(CLI_BENCH, err, "--mode", "sequential"), CLI_OK, "%s", err);
+	cr_assert_eq(c.bench.mode, BENCH_SEQUENTIAL);
+
+	EXPECT_ERROR(CLI_BENCH, "bad --runs '0'", "--runs", "0");
+	EXPECT_ERROR(CLI_BENCH, "bad --runs '100001'", "--runs", "100001");
+	EXPECT_ERROR(CLI_BENCH, "bad --mode 'burst'", "--mode", "burst");
+	EXPECT_ERROR(CLI_BENCH, "bad --mode staggered:MS 'x'", "--mode", "staggered:x");
+	EXPECT_ERROR(CLI_BENCH, "bad --mode burst:N '257'", "--mode", "burst:257");
+	EXPECT_ERROR(CLI_BENCH, "unknown option '--put'", "--put", "a:/b");
+	EXPECT_ERROR(CLI_BENCH, "unknown option '--vsock'", "--vsock", "s");
+	EXPECT_ERROR(CLI_COMPARE, "takes two files", "a.json");
+	EXPECT_ERROR(CLI_COMPARE, "unknown option '--runs'", "--runs", "3", "a", "b");
+	cr_assert_eq(PARSE(CLI_COMPARE, err, "--svg", "ab.svg", "a.json", "b.json"), CLI_OK, "%s", err);
+	cr_assert_eq(c.run.argc, 2);
+}
+
 /* exec --root DIR --user UID[:GID]: a container's root in the guest. */
 Test(cli, exec_root_and_user)
 {

@@ -135,10 +135,20 @@ void event_error(FILE *out, const char *msg)
 
 void event_timings(FILE *out, const struct event_timings *t)
 {
-	emit(out, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "event", "timings",
-			    "restored", t->restored, "vmm_setup_ms", t->vmm_setup,
+	json_t *phases = json_object();
+
+	/* A phase never reached is left out: "phases" holds what happened. */
+	for (int p = 0; p < PHASE_NR && phases; p++)
+		if (t->phases[p] >= 0 && json_object_set_new(phases, phase_name(p),
+							     json_real(t->phases[p]))) {
+			json_decref(phases);
+			phases = NULL;
+		}
+	emit(out, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:o*}", "event",
+			    "timings", "restored", t->restored, "vmm_setup_ms", t->vmm_setup,
 			    "first_run_ms", t->first_run, "guest_init_ms", t->guest_init,
 			    "agent_ready_ms", t->agent_ready, "command_start_ms", t->command_start,
 			    "command_end_ms", t->command_end, "teardown_ms", t->teardown,
-			    "total_ms", t->total));
+			    "total_ms", t->total, "start_monotonic_ns", (json_int_t)t->start_ns,
+			    "phases_ms", phases));
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lib/phase.h"
+
 /* A stream's text state: the bytes of a UTF-8 sequence cut by a chunk
  * boundary wait here for the rest. */
 struct event_stream {
@@ -45,6 +47,9 @@ struct event_timings {
 	double vmm_setup, first_run, guest_init, agent_ready, command_start, command_end, teardown,
 	       total;
 	bool restored;             /* from a snapshot: guest_init does not apply */
+	uint64_t start_ns;         /* CLOCK_MONOTONIC at main(): a parent that took the clock
+	                            * before exec knows what exec cost */
+	double phases[PHASE_NR];   /* each milestone, in ms since main(); -1: not reached */
 };
 void event_timings(FILE *out, const struct event_timings *t);
 

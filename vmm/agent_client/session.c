@@ -254,6 +254,8 @@ static int on_output(struct session *s, bool is_err, const uint8_t *data, uint32
 	s->output += n;
 	if (!n)
 		return 0;
+	if (!s->res->first_output_ns)
+		s->res->first_output_ns = clock_now_ns();
 	(is_err ? &s->res->err : &s->res->out)->bytes += n;
 	SHA256Update(is_err ? &s->err_sha : &s->out_sha, data, n);
 	if (spec->sink)

@@ -58,6 +58,7 @@ struct exec_result {
 	int exit_code;             /* what mayfly exits with (RUN_EXIT_* or the command's) */
 	uint64_t started_ns;       /* EXEC_STARTED arrived (CLOCK_MONOTONIC), 0 if never */
 	uint32_t pid;              /* the command's pid in the guest, 0 if never */
+	uint64_t first_output_ns;  /* the first byte of stdout or stderr arrived, 0 if none */
 	uint64_t ended_ns;         /* EXIT arrived */
 	bool truncated;            /* output passed max_output and was cut */
 	int signo;                 /* CMD was killed by this signal; 0 if not */

@@ -13,7 +13,8 @@
 
 enum { C_BOOT = 1 << CLI_BOOT, C_RUN = 1 << CLI_RUN, C_EXEC = 1 << CLI_EXEC, C_CP = 1 << CLI_CP,
        C_SNAP = 1 << CLI_SNAPSHOT, C_MCP = 1 << CLI_MCP, C_AUDIT = 1 << CLI_AUDIT,
-       C_PAUSE = 1 << CLI_PAUSE, C_FORK = 1 << CLI_FORK, C_SERVE = 1 << CLI_SERVE };
+       C_PAUSE = 1 << CLI_PAUSE, C_FORK = 1 << CLI_FORK, C_SERVE = 1 << CLI_SERVE,
+       C_BENCH = 1 << CLI_BENCH, C_COMPARE = 1 << CLI_COMPARE };
 
 enum opt_id {
 	O_HELP = 'h', O_VERBOSE = 'v',
@@ -25,6 +26,7 @@ enum opt_id {
 	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_E2B, O_E2B_DOMAIN, O_E2B_CERT, O_E2B_KEY, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
+	O_RUNS, O_WARMUP, O_MODE, O_BENCH_JSON, O_SVG,
 };
 
 struct cli_option {
@@ -38,7 +40,7 @@ struct cli_option {
 /* The one table. An option that means something else for another command
  * (--vsock) has one row per meaning. */
 static const struct cli_option options[] = {
-	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN | C_MCP | C_SERVE, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
+	{ "snapshot", O_SNAPSHOT, C_BOOT | C_RUN | C_MCP | C_SERVE | C_BENCH, "DIR", "restore the VM saved in DIR (mayfly snapshot create)\n"
 	  "instead of booting; --mem, --cpus, --kernel, --rootfs\n"
 	  "given must match it" },
 	{ "cold", O_COLD, C_RUN | C_MCP, NULL, "boot the kernel instead of restoring the default\n"
@@ -48,7 +50,7 @@ static const struct cli_option options[] = {
 	  "name or an empty directory; it appears whole or not at all" },
 	{ "setup", O_SETUP, C_SNAP, "CMD", "a shell command to run in the VM before it is saved\n"
 	  "(repeatable, in order; each must exit 0)" },
-	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "FILE", CONFIG_KERNEL_FORMATS "\n"
+	{ "kernel", O_KERNEL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "FILE", CONFIG_KERNEL_FORMATS "\n"
 	  "(default: the guest kernel tools/build-guest built)" },
 	{ "initrd", O_INITRD, C_BOOT, "FILE",
 	  "initial ramdisk (default with the default kernel: its initramfs)" },
@@ -60,7 +62,7 @@ static const struct cli_option options[] = {
 	{ "rootfs", O_ROOTFS, C_BOOT, "IMG", "boot from an ext4 image as a copy-on-write root (/dev/vda):\n"
 	  "IMG is never written; the guest's writes vanish with the VM;\n"
 	  "agent or minimal name tools/build-guest's images" },
-	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP | C_SERVE, "IMG", "root image: agent (Debian 12 with python3, git,\n"
+	{ "rootfs", O_ROOTFS, C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "IMG", "root image: agent (Debian 12 with python3, git,\n"
 	  "node, gcc...), minimal (busybox) or a path (default:\n"
 	  "agent once tools/build-guest --agent built it, else minimal)" },
 	{ "disk", O_DISK, C_BOOT | C_RUN, "PATH[,ro]", "add a raw disk, read-write or read-only\n"
@@ -68,12 +70,12 @@ static const struct cli_option options[] = {
 	{ "spare-disks", O_SPARE_DISKS, C_BOOT, "N", "N empty disk slots after the others, filled while the\n"
 	  "VM runs, through its control socket (the containerd\n"
 	  "shim puts a pod's containers there)" },
-	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
-	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "N", "vCPUs (default 1, at most " CONFIG_CPUS_LIMIT ")" },
+	{ "mem", O_MEM, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "MIB", "guest RAM in MiB (default 256, at most 524288)" },
+	{ "cpus", O_CPUS, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "N", "vCPUs (default 1, at most " CONFIG_CPUS_LIMIT ")" },
 	{ "console", O_CONSOLE, C_BOOT, NULL, "interactive: stdin goes to the guest console\n"
 	  "(Ctrl-A x quits)" },
 	{ "id", O_ID, C_BOOT | C_RUN | C_SNAP | C_MCP, "ID", "VM id shown in log lines (default: a random one)" },
-	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "PATH", "KVM device (default /dev/kvm)" },
+	{ "kvm-device", O_KVM_DEVICE, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "PATH", "KVM device (default /dev/kvm)" },
 	{ "vsock", O_VSOCK, C_BOOT, "PATH", "add a virtio-vsock device (guest CID 3): host programs\n"
 	  "connect to the Unix socket PATH and send \"CONNECT <port>\\n\";\n"
 	  "guest connections to port P reach the socket PATH_P;\n"
@@ -118,21 +120,21 @@ static const struct cli_option options[] = {
 	  "is killed and the call refused (default 30)" },
 	{ "head", O_HEAD, C_AUDIT, "HASH", "the chain must contain the line whose sha256 is HASH\n"
 	  "(a head printed before): lines cut off the end show" },
-	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
+	{ "no-seccomp", O_NO_SECCOMP, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, NULL,
 	  "debugging only: no per-thread seccomp filters (a warning says so)" },
-	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP, "BYTES",
+	{ "disk-quota", O_DISK_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP | C_BENCH, "BYTES",
 	  "the root's copy-on-write overlay (host RAM) holds at most\n"
 	  "BYTES; guest writes past it get I/O errors (default 512M)" },
-	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, NULL,
+	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, NULL,
 	  "run the VMM unjailed, with all our privileges\n"
 	  "(debugging only; see docs/security.md)" },
 	{ "detached", O_DETACHED, C_BOOT, NULL, "the VM goes on when the process that started this\n"
 	  "one ends (mayfly serve's sandboxes outlive it)" },
-	{ "uid", O_UID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "UID",
+	{ "uid", O_UID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "UID",
 	  "started as root, the jailed VMM's uid (default 65534)" },
-	{ "gid", O_GID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "GID",
+	{ "gid", O_GID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "GID",
 	  "started as root, the jailed VMM's gid (default 65534)" },
-	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE, "PCT",
+	{ "cpu-quota", O_CPU_QUOTA, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "PCT",
 	  "CPU time per vCPU, in percent of one host CPU\n"
 	  "(cgroup cpu.max; default 100, at most 1000)" },
 	{ "allow-net", O_ALLOW_NET, C_BOOT | C_RUN | C_SNAP | C_MCP, "RULE", "let the guest reach RULE through its agent's HTTP proxy\n"
@@ -168,9 +170,20 @@ static const struct cli_option options[] = {
 	  "host has under MIB MiB available (MemAvailable;\ndefault 256, 0: never)" },
 	{ "template", O_TEMPLATE, C_SERVE, "NAME=DIR", "another template: the snapshot in DIR, with a warm\n"
 	  "pool of its own; a create names it \"template\":\"NAME\"\n(repeatable, at most 7)" },
+	{ "runs", O_RUNS, C_BENCH, "N", "measured runs (default 10, at most 100000)" },
+	{ "warmup", O_WARMUP, C_BENCH, "N", "runs before them, one at a time, left out of every\n"
+	  "statistic (default 1)" },
+	{ "mode", O_MODE, C_BENCH, "MODE", "sequential (one VM after another, the default),\n"
+	  "staggered:MS (one start every MS ms, whether or not\n"
+	  "the last ended) or burst:N (N VMs at once, then the\n"
+	  "next N), at most 256 VMs alive" },
+	{ "json", O_BENCH_JSON, C_BENCH, "FILE", "write every run's record and the summaries to FILE as\n"
+	  "JSON lines (docs/bench.md); - for stdout" },
+	{ "svg", O_SVG, C_BENCH | C_COMPARE, "FILE", "draw the total's CDF and the median steps to FILE" },
 	{ "verbose", O_VERBOSE, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_PAUSE | C_FORK | C_SERVE, NULL,
 	  "more log lines on stderr (-vv: debug); with run, the\nguest console too" },
-	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK | C_SERVE, NULL,
+	{ "help", O_HELP, C_BOOT | C_RUN | C_EXEC | C_CP | C_SNAP | C_MCP | C_AUDIT | C_PAUSE | C_FORK | C_SERVE |
+	  C_BENCH | C_COMPARE, NULL,
 	  "this text" },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -207,6 +220,16 @@ static const char *const intros[CLI_NR_CMDS] = {
 	[CLI_PAUSE] = ("usage: mayfly pause --vsock PATH --out DIR\n\n"
 		"Save the running VM of `mayfly boot --vsock PATH` into DIR (a snapshot: mayfly\n"
 		"boot --snapshot DIR resumes it, processes and files as they were), then end it.\n"),
+	[CLI_BENCH] = ("usage: mayfly bench boot|restore|run [options] [--] [CMD [ARG...]]\n\n"
+		"Time VMs: each run is one `mayfly run --json` process, timed from just before\n"
+		"its exec to its exit, with every phase of the VM in between. boot boots cold\n"
+		"(run --cold), restore restores --snapshot DIR or the default snapshot (made\n"
+		"first if needed, untimed), run does what mayfly run does. CMD (default true)\n"
+		"must exit 0. Prints each phase's p50, p90, p95, p99, min and max.\n"),
+	[CLI_COMPARE] = ("usage: mayfly bench compare [--svg FILE] A.json B.json\n\n"
+		"Does B differ from A? For each phase both reached, a two-sided permutation\n"
+		"test of the difference of the means (9999 relabelings; Bonferroni over the\n"
+		"phases, family-wise alpha 0.01) and B's change in percent.\n"),
 	[CLI_FORK] = ("usage: mayfly fork --vsock PATH --out DIR\n\n"
 		"Save the running VM of `mayfly boot --vsock PATH` into DIR, as mayfly pause\n"
 		"does, and let it go on running: each mayfly boot --snapshot DIR is a child.\n"),
@@ -238,6 +261,10 @@ static const char *const trailers[CLI_NR_CMDS] = {
 		"empty, 5 busy: a call is in flight (retry after it), 6 this VM cannot be\n"
 		"saved (one line says why; it goes on running).\n"),
 	[CLI_FORK] = ("Exit: as mayfly pause; the VM goes on running in every case.\n"),
+	[CLI_BENCH] = ("Exit: 0 every run ended well, 1 internal error, 2 bad usage, 125 a run failed\n"
+		"(one line names it and why).\n"),
+	[CLI_COMPARE] = ("Exit: as diff(1): 0 no phase differs, 1 one or more do, 2 bad usage or a\n"
+		"file that is not mayfly bench --json's.\n"),
 };
 
 void cli_usage(enum cli_cmd cmd, FILE *out)
@@ -404,6 +431,48 @@ static enum cli_result add_file(struct run_opts *r, bool get, char *val, char *e
 	f->guest = get ? val : colon + 1;
 	f->local = get ? colon + 1 : val;
 	(*cnt)++;
+	return CLI_OK;
+}
+
+/* bench --mode: sequential, staggered:MS or burst:N. */
+static enum cli_result bench_mode(struct cli *c, const char *val, char *err, size_t errlen)
+{
+	const char *colon = strchr(val, ':');
+	uint64_t n;
+
+	if (!strcmp(val, "sequential")) {
+		c->bench.mode = BENCH_SEQUENTIAL;
+		return CLI_OK;
+	}
+	if (colon && colon - val == 9 && !strncmp(val, "staggered", 9)) {
+		if (number("mode staggered:MS", colon + 1, 1, 3600 * 1000, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->bench.mode = BENCH_STAGGERED;
+	} else if (colon && colon - val == 5 && !strncmp(val, "burst", 5)) {
+		if (number("mode burst:N", colon + 1, 1, BENCH_MAX_ACTIVE, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->bench.mode = BENCH_BURST;
+	} else {
+		return fail(err, errlen, "bad --mode '%s': want sequential, staggered:MS or burst:N", val);
+	}
+	c->bench.mode_arg = (unsigned)n;
+	return CLI_OK;
+}
+
+/* bench: a VM option (one run takes too) is passed on to each run. */
+static enum cli_result forward(struct cli *c, int id, char *val, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < NR_OPTIONS; i++) {
+		const struct cli_option *o = &options[i];
+
+		if (o->id != id || !(o->cmds & C_BENCH) || !(o->cmds & C_RUN) || id == O_VERBOSE)
+			continue;
+		if (c->bench.nforward >= CLI_MAX_FORWARD)
+			return fail(err, errlen, "at most %d options for mayfly bench", CLI_MAX_FORWARD);
+		c->bench.forward[c->bench.nforward][0] = o->name;
+		c->bench.forward[c->bench.nforward++][1] = o->arg ? val : NULL;
+		break;
+	}
 	return CLI_OK;
 }
 
@@ -578,6 +647,20 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		c->serve.templates[c->serve.ntemplates++] = val;
 		return CLI_OK;
 	}
+	case O_RUNS:
+		if (number("runs", val, 1, BENCH_MAX_RUNS, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->bench.runs = (unsigned)n;
+		return CLI_OK;
+	case O_WARMUP:
+		if (number("warmup", val, 0, 1000, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->bench.warmup = (unsigned)n;
+		return CLI_OK;
+	case O_MODE:
+		return bench_mode(c, val, err, errlen);
+	case O_BENCH_JSON: return nonempty(&c->bench.json, "json", val, err, errlen);
+	case O_SVG: return nonempty(&c->bench.svg, "svg", val, err, errlen);
 	case O_MAX_SANDBOXES:
 		if (number("max-sandboxes", val, 1, 1024, false, &n, err, errlen))
 			return CLI_ERROR;
@@ -619,6 +702,8 @@ static void defaults(struct cli *c)
 	c->run.approve_timeout_s = APPROVE_DEFAULT_TIMEOUT_S;
 	c->serve.max_sandboxes = 64;
 	c->serve.memory_reserve_mib = 256;
+	c->bench.runs = 10;
+	c->bench.warmup = 1;
 }
 
 void cli_free(struct cli *c)
@@ -631,7 +716,7 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 {
 	static const char *const names[CLI_NR_CMDS] = { "boot", "run", "exec", "cp",
 							 "snapshot create", "mcp", "audit", "pause",
-							 "fork", "serve" };
+							 "fork", "serve", "bench", "bench compare" };
 	struct option longopts[NR_OPTIONS + 1];
 	size_t n = 0;
 	char what[64];
@@ -669,6 +754,8 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 			return CLI_HELP;
 		if (apply(c, cmd, id, optarg, err, errlen))
 			return CLI_ERROR;
+		if (cmd == CLI_BENCH && forward(c, id, optarg, err, errlen))
+			return CLI_ERROR;
 	}
 	c->run.argv = argv + optind;
 	c->run.argc = argc - optind;
@@ -684,6 +771,12 @@ enum cli_result cli_parse(struct cli *c, enum cli_cmd cmd, int argc, char **argv
 		/* argv[0] is "verify" (audit_cmd.c checked), the flags follow it. */
 		if (c->run.argc != 1)
 			return fail(err, errlen, "usage: mayfly audit verify [--head HASH] FILE");
+		break;
+	case CLI_BENCH:
+		break;   /* CMD is optional: true */
+	case CLI_COMPARE:
+		if (c->run.argc != 2)
+			return fail(err, errlen, "mayfly bench compare takes two files: A.json B.json");
 		break;
 	case CLI_CP:
 		if (c->run.argc != 2)

@@ -6,15 +6,17 @@
 #include <stdio.h>
 
 #include "vm/config.h"
+#include "bench/runner.h"
 #include "cmd/run_opts.h"
 #include "jail/jail.h"
 #include "net/rules.h"
 
 enum cli_cmd { CLI_BOOT, CLI_RUN, CLI_EXEC, CLI_CP, CLI_SNAPSHOT, CLI_MCP, CLI_AUDIT, CLI_PAUSE,
-	       CLI_FORK, CLI_SERVE, CLI_NR_CMDS };
+	       CLI_FORK, CLI_SERVE, CLI_BENCH, CLI_COMPARE, CLI_NR_CMDS };
 
 #define CLI_MAX_SETUP 64
 #define CLI_MAX_TEMPLATES 7    /* serve: --template, beside the default */
+#define CLI_MAX_FORWARD 64     /* bench: the options each run is given */
 
 /* A parsed command line. vm is what boot and run build (run adds its own
  * rootfs and vsock); run is the agent call of run, exec and cp. Strings in
@@ -45,6 +47,16 @@ struct cli {
 		const char *templates[CLI_MAX_TEMPLATES];   /* --template NAME=DIR */
 		int ntemplates;
 	} serve;
+	struct {                   /* mayfly bench (boot, restore, run; compare) */
+		unsigned runs, warmup;
+		enum bench_mode mode;
+		unsigned mode_arg;     /* staggered: ms between starts; burst: VMs at once */
+		const char *json, *svg;    /* --json FILE, --svg FILE */
+		/* The VM options given, which each run is given: the option's
+		 * name (without "--") and its value (NULL: a flag), in order. */
+		const char *forward[CLI_MAX_FORWARD][2];
+		int nforward;
+	} bench;
 };
 
 enum cli_result {

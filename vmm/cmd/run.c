@@ -52,26 +52,30 @@ struct run_ctx {
 	uint8_t *get_ok;
 };
 
-static double ms_since(uint64_t from, uint64_t to)
-{
-	return from && to ? (double)(to - from) / 1e6 : -1;
-}
-
 static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 {
 	const struct launch *l = &ctx->launch;
 	const struct vm_agent *va = &l->agent;
 	struct event_timings t = {
-		.vmm_setup = ms_since(l->start_ns, l->built_ns),
-		.first_run = ms_since(l->start_ns, vm_first_run_ns(&l->vm)),
+		.vmm_setup = phase_ms(l->start_ns, l->built_ns),
+		.first_run = phase_ms(l->start_ns, vm_first_run_ns(&l->vm)),
 		.guest_init = l->snap ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
-		.agent_ready = ms_since(l->start_ns, va->ready_ns),
-		.command_start = ms_since(l->start_ns, ctx->res.started_ns),
-		.command_end = ms_since(l->start_ns, ctx->res.ended_ns),
-		.teardown = ms_since(ctx->res.ended_ns, end_ns),
-		.total = ms_since(l->start_ns, end_ns),
+		.agent_ready = phase_ms(l->start_ns, va->ready_ns),
+		.command_start = phase_ms(l->start_ns, ctx->res.started_ns),
+		.command_end = phase_ms(l->start_ns, ctx->res.ended_ns),
+		.teardown = phase_ms(ctx->res.ended_ns, end_ns),
+		.total = phase_ms(l->start_ns, end_ns),
 		.restored = l->snap != NULL,
+		.start_ns = l->start_ns,
 	};
+	uint64_t at[PHASE_NR];
+
+	launch_phases(l, at);
+	at[PHASE_COMMAND_STARTED] = ctx->res.started_ns;
+	at[PHASE_FIRST_OUTPUT] = ctx->res.first_output_ns;
+	at[PHASE_COMMAND_ENDED] = ctx->res.ended_ns;
+	for (int p = 0; p < PHASE_NR; p++)
+		t.phases[p] = phase_ms(l->start_ns, at[p]);
 
 	log_info("timing (%s): vmm setup %.1f ms, first KVM_RUN at %.1f ms, guest init at %.1f ms, "
 		 "agent ready at %.1f ms, command started at %.1f ms, ended at %.1f ms, "

@@ -15,6 +15,25 @@ void launch_init(struct launch *l)
 	l->spawner.fd = -1;
 }
 
+void launch_phases(const struct launch *l, uint64_t at[PHASE_NR])
+{
+	const struct vm *vm = &l->vm;
+	uint64_t init_us = l->snap ? 0 : vm_guest_init_us(vm);
+
+	for (int p = 0; p < PHASE_NR; p++)
+		at[p] = 0;
+	at[PHASE_JAIL_STARTED] = l->jailed_ns;
+	at[PHASE_MEMORY_MAPPED] = vm->mapped_ns;
+	at[PHASE_GUEST_LOADED] = vm->loaded_ns;
+	at[PHASE_VM_CREATED] = vm->created_ns;
+	at[PHASE_DEVICES_READY] = l->built ? l->built_ns : 0;
+	at[PHASE_JAIL_ENTERED] = l->entered_ns;
+	at[PHASE_FIRST_RUN] = vm_first_run_ns(vm);
+	/* The boot timer counts from process start, in microseconds. */
+	at[PHASE_GUEST_INIT] = init_us ? l->start_ns + init_us * 1000 : 0;
+	at[PHASE_AGENT_READY] = l->use_agent ? l->agent.ready_ns : 0;
+}
+
 /* Step 4: the approver runs outside the jail and the filters, from a
  * process forked now; the gate asks it. */
 static int start_spawner(struct launch *l)
@@ -41,8 +60,10 @@ static int build_and_run(struct launch *l)
 	l->built_ns = clock_now_ns();
 	if (!code && net_run_attach(&l->net, &l->vm))
 		code = EXIT_INTERNAL;
-	if (!code)
+	if (!code) {
 		code = jail_enter(&l->jail, cfg);
+		l->entered_ns = code ? 0 : clock_now_ns();
+	}
 	if (!code && ctl_server_start(&l->ctl, &l->vm))
 		code = EXIT_INTERNAL;
 	if (code)
@@ -98,6 +119,7 @@ int launch_run(struct launch *l, uint64_t start_ns)
 	if (jail_start(&l->jail, &jc, l->cfg, l->fail_code, &code) == JAIL_SUPERVISOR_DONE)
 		goto out_helpers;
 	l->vm_process = true;
+	l->jailed_ns = clock_now_ns();
 	/* 6. Bound while files still have their host names. */
 	if (ctl_server_open(&l->ctl, l->cfg, l->snap))
 		code = l->fail_code;

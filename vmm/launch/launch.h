@@ -8,6 +8,7 @@
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"
 #include "jail/jail.h"
+#include "lib/phase.h"
 #include "launch/vm_agent.h"
 #include "net/net.h"
 #include "policy/approve_spawner.h"
@@ -54,6 +55,8 @@ struct launch {
 	                                       * not its jail's supervisor */
 	bool built;                           /* vm_build succeeded: the VM ran (else it said why) */
 	uint64_t start_ns, built_ns;          /* process start; vm_build returned */
+	uint64_t jailed_ns, entered_ns;       /* the VM process began (step 5); the jail was
+	                                       * entered (step 9); 0: not reached */
 	struct jail jail;
 	struct audit_log audit;
 	bool audit_open;
@@ -62,6 +65,11 @@ struct launch {
 	struct ctl_server ctl;
 	char control_socket[CONFIG_VSOCK_PATH_MAX + sizeof(CTL_SUFFIX)];
 };
+
+/* Where the launch's milestones fell (CLOCK_MONOTONIC ns, 0: not
+ * reached), up to PHASE_AGENT_READY; the command's phases are the
+ * caller's. After launch_run, in the VM process. */
+void launch_phases(const struct launch *l, uint64_t at[PHASE_NR]);
 
 /* Ready l, which comes zeroed (calloc: it is large, mostly the agent
  * client's buffers, and a page never written costs a VM process nothing):

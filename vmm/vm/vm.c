@@ -580,9 +580,12 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 		vm->vcpus[i].fd = -1;
 
 	rc = vm_map_memory(vm);
+	vm->mapped_ns = rc ? 0 : clock_now_ns();
 	/* Restored, the kernel and its boot structures are in guest RAM already. */
-	if (!rc && !snap)
+	if (!rc && !snap) {
 		rc = vm_load_guest(vm);
+		vm->loaded_ns = rc ? 0 : clock_now_ns();
+	}
 	if (!rc)
 		rc = vm_open_disks(vm);
 	vm_log_phase(vm, "guest loaded");
@@ -596,6 +599,7 @@ int vm_build(struct vm *vm, const struct vm_config *cfg, const struct snapshot *
 		rc = vm_write_boot_params(vm);
 	if (!rc)
 		rc = vm_open_kvm(vm);
+	vm->created_ns = rc ? 0 : clock_now_ns();
 	if (!rc)
 		rc = vm_check_host(vm);
 	vm_log_phase(vm, "kvm vm created");

@@ -26,6 +26,9 @@ struct vm {
 	const struct vm_config *cfg;
 	const struct snapshot *snap;     /* restoring from it, or NULL (a cold boot) */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at process start */
+	/* CLOCK_MONOTONIC when vm_build's steps were done (0: not reached):
+	 * guest RAM mapped, the kernel loaded (a cold boot), KVM_CREATE_VM. */
+	uint64_t mapped_ns, loaded_ns, created_ns;
 	struct kvm kvm;
 	struct arch_vm *arch;            /* the architecture's own part (vm/arch.h) */
 	struct guest_mem mem;
