@@ -25,7 +25,8 @@ static void timings(unsigned long long start)
 	       "\"memory_mapped\":1.0,\"vm_created\":2.0,\"devices_ready\":3.0,"
 	       "\"jail_entered\":3.5,\"first_kvm_run\":4.0,\"agent_ready\":5.0,"
 	       "\"command_started\":6.0,\"first_output\":6.5,\"command_ended\":7.0,"
-	       "\"a_later_phase\":7.5}}\n", start);
+	       "\"a_later_phase\":7.5},\"vm_exits\":{\"io\":5,\"mmio\":7,\"other\":1}}\n",
+	       start);
 }
 
 /* Wait (10 s at most) until DIR holds n entries besides . and ..: the

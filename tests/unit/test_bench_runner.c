@@ -73,6 +73,7 @@ Test(bench_runner, every_run_is_timed_from_exec_to_exit_through_its_phases)
 				      bench_point_name(p));
 			prev = s[i].at[p];
 		}
+		cr_assert_float_eq(bench_exits_total(&s[i]), 13, 1e-9, "io 5 + mmio 7 + other 1");
 		cr_assert_geq(s[i].user_ms + s[i].sys_ms, 0);
 		cr_assert_gt(s[i].minflt, 0, "a process that ran faulted pages in");
 	}
@@ -169,6 +170,9 @@ static struct bench_sample sample(unsigned index, bool warmup, double exit_ms)
 	s.at[BENCH_MAIN] = 0.25;
 	s.at[BENCH_PHASE0 + PHASE_VM_CREATED] = 1.0;
 	s.at[BENCH_EXIT] = exit_ms;
+	bench_add_exits(&s, "io", 40);
+	bench_add_exits(&s, "mmio", 2);
+	bench_add_exits(&s, "io", 2);
 	return s;
 }
 
@@ -247,6 +251,10 @@ Test(bench_record, a_file_reads_back_without_its_warmup_runs)
 	cr_assert_lt(s[0].at[BENCH_PHASE0 + PHASE_AGENT_READY], 0);
 	cr_assert_float_eq(s[0].sys_ms, 2.5, 1e-9);
 	cr_assert_eq(s[0].minflt, 100);
+	cr_assert_eq(s[0].nexits, 2);
+	cr_assert_str_eq(s[0].exits[0].kind, "io");
+	cr_assert_eq(s[0].exits[0].n, 42);
+	cr_assert_float_eq(bench_exits_total(&s[0]), 44, 1e-9);
 	free(s);
 	free(text);
 	unlink(path);
@@ -289,6 +297,22 @@ static void shifted(struct bench_sample *s, size_t n, double base)
 		s[i] = sample((unsigned)i, false, base + (double)(stats_splitmix64(&seed) % 1000) / 1000);
 }
 
+Test(bench_record, exit_kinds_past_the_table_go_under_other)
+{
+	struct bench_sample s = { 0 };
+	char kind[8];
+
+	for (int i = 0; i < BENCH_EXIT_KINDS + 3; i++) {
+		snprintf(kind, sizeof(kind), "k%d", i);
+		bench_add_exits(&s, kind, 1);
+	}
+	bench_add_exits(&s, "a-name-longer-than-the-slot-holds", 1);
+	cr_assert_eq(s.nexits, BENCH_EXIT_KINDS);
+	cr_assert_str_eq(s.exits[BENCH_EXIT_KINDS - 1].kind, "other");
+	cr_assert_float_eq(bench_exits_total(&s), BENCH_EXIT_KINDS + 4, 1e-9, "no exit lost");
+	cr_assert_float_eq(bench_exits_total(&(struct bench_sample){ 0 }), -1, 1e-9);
+}
+
 Test(bench_report, compare_finds_a_shift_and_not_noise)
 {
 	struct bench_sample a[12], b[12];
@@ -320,6 +344,7 @@ Test(bench_report, the_table_has_each_point_reached_and_the_costs)
 	cr_assert(strstr(buf, "\nvm_created "));
 	cr_assert_null(strstr(buf, "agent_ready"), "a point no run reached has no row");
 	cr_assert(strstr(buf, "\ncpu_sys_ms "));
+	cr_assert(strstr(buf, "\nvm_exits             3     44.00"), "%s", buf);
 	cr_assert(strstr(jbuf, "{\"type\":\"summary\",\"of\":\"exit\",\"unit\":\"ms\",\"n\":3,"
 			       "\"p50\":20.0,"), "%s", jbuf);
 	free(buf);

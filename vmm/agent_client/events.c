@@ -133,6 +133,23 @@ void event_error(FILE *out, const char *msg)
 	emit(out, json_pack("{s:s, s:s}", "event", "error", "message", text));
 }
 
+/* {"io":N,...}: the kinds' counts, those of one name added up. */
+static json_t *exits_json(const struct event_timings *t)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < t->nexits && o; i++) {
+		json_t *had = json_object_get(o, t->exit_kinds[i]);
+		json_int_t n = (json_int_t)t->exit_counts[i] + (had ? json_integer_value(had) : 0);
+
+		if (t->exit_counts[i] && json_object_set_new(o, t->exit_kinds[i], json_integer(n))) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
 void event_timings(FILE *out, const struct event_timings *t)
 {
 	json_t *phases = json_object();
@@ -144,11 +161,11 @@ void event_timings(FILE *out, const struct event_timings *t)
 			json_decref(phases);
 			phases = NULL;
 		}
-	emit(out, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:o*}", "event",
+	emit(out, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:o*, s:o*}", "event",
 			    "timings", "restored", t->restored, "vmm_setup_ms", t->vmm_setup,
 			    "first_run_ms", t->first_run, "guest_init_ms", t->guest_init,
 			    "agent_ready_ms", t->agent_ready, "command_start_ms", t->command_start,
 			    "command_end_ms", t->command_end, "teardown_ms", t->teardown,
 			    "total_ms", t->total, "start_monotonic_ns", (json_int_t)t->start_ns,
-			    "phases_ms", phases));
+			    "phases_ms", phases, "vm_exits", exits_json(t)));
 }

@@ -50,6 +50,11 @@ struct event_timings {
 	uint64_t start_ns;         /* CLOCK_MONOTONIC at main(): a parent that took the clock
 	                            * before exec knows what exec cost */
 	double phases[PHASE_NR];   /* each milestone, in ms since main(); -1: not reached */
+	/* VM exits to the VMM by kind: nexits counts, each under its kind's
+	 * name (a name may repeat: its counts add up; a zero is left out). */
+	const char *const *exit_kinds;
+	const uint64_t *exit_counts;
+	size_t nexits;
 };
 void event_timings(FILE *out, const struct event_timings *t);
 

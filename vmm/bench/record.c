@@ -171,18 +171,24 @@ int bench_write_header(FILE *f, const struct bench_header *h)
 
 int bench_write_sample(FILE *f, const struct bench_sample *s)
 {
-	json_t *points = json_object();
+	json_t *points = json_object(), *exits = json_object();
 
 	for (int p = 0; p < BENCH_POINTS && points; p++)
 		if (s->at[p] >= 0 && json_object_set_new(points, bench_point_name(p), json_real(s->at[p]))) {
 			json_decref(points);
 			points = NULL;
 		}
-	return put(f, json_pack("{s:s, s:i, s:b, s:b, s:i, s:o, s:f, s:f, s:I, s:I}", "type", "run",
-				"index", s->index, "warmup", s->warmup, "restored", s->restored,
-				"exit_code", s->exit_code, "at_ms", points, "cpu_user_ms",
-				s->user_ms, "cpu_sys_ms", s->sys_ms, "minflt", (json_int_t)s->minflt,
-				"majflt", (json_int_t)s->majflt));
+	for (unsigned i = 0; i < s->nexits && exits; i++)
+		if (json_object_set_new(exits, s->exits[i].kind, json_integer((json_int_t)s->exits[i].n))) {
+			json_decref(exits);
+			exits = NULL;
+		}
+	return put(f, json_pack("{s:s, s:i, s:b, s:b, s:i, s:o, s:f, s:f, s:I, s:I, s:o}", "type",
+				"run", "index", s->index, "warmup", s->warmup, "restored",
+				s->restored, "exit_code", s->exit_code, "at_ms", points,
+				"cpu_user_ms", s->user_ms, "cpu_sys_ms", s->sys_ms, "minflt",
+				(json_int_t)s->minflt, "majflt", (json_int_t)s->majflt, "vm_exits",
+				exits));
 }
 
 int bench_write_summary(FILE *f, const char *of, const char *unit, const struct stats_summary *sum)
@@ -219,6 +225,11 @@ static bool read_sample(json_t *o, struct bench_sample *s)
 	s->sys_ms = json_number_value(json_object_get(o, "cpu_sys_ms"));
 	s->minflt = (long)json_integer_value(json_object_get(o, "minflt"));
 	s->majflt = (long)json_integer_value(json_object_get(o, "majflt"));
+	json_object_foreach(json_object_get(o, "vm_exits"), name, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return false;
+		bench_add_exits(s, name, (uint64_t)json_integer_value(v));
+	}
 	return true;
 }
 

@@ -12,13 +12,19 @@
 #include <unistd.h>
 
 /* What a row of the report is: a point (ms since exec) or a cost. */
-enum { ROW_CPU_USER = BENCH_POINTS, ROW_CPU_SYS, ROW_MINFLT, ROW_MAJFLT, ROWS };
+enum { ROW_CPU_USER = BENCH_POINTS, ROW_CPU_SYS, ROW_MINFLT, ROW_MAJFLT, ROW_VM_EXITS, ROWS };
 
 static const char *row_name(int row)
 {
-	static const char *const costs[] = { "cpu_user_ms", "cpu_sys_ms", "minflt", "majflt" };
+	static const char *const costs[] = { "cpu_user_ms", "cpu_sys_ms", "minflt", "majflt",
+					     "vm_exits" };
 
 	return row < BENCH_POINTS ? bench_point_name(row) : costs[row - BENCH_POINTS];
+}
+
+static const char *row_unit(int row)
+{
+	return row < ROW_MINFLT ? "ms" : row == ROW_VM_EXITS ? "exits" : "faults";
 }
 
 /* The row's values over the runs that have it, into xs; how many. */
@@ -30,7 +36,8 @@ static size_t column(const struct bench_sample *s, size_t n, int row, double *xs
 		double v = row < BENCH_POINTS ? s[i].at[row] :
 			   row == ROW_CPU_USER ? s[i].user_ms :
 			   row == ROW_CPU_SYS  ? s[i].sys_ms :
-			   row == ROW_MINFLT   ? (double)s[i].minflt : (double)s[i].majflt;
+			   row == ROW_MINFLT   ? (double)s[i].minflt :
+			   row == ROW_MAJFLT   ? (double)s[i].majflt : bench_exits_total(&s[i]);
 
 		if (v >= 0)
 			xs[k++] = v;
@@ -61,8 +68,7 @@ int bench_report(FILE *out, FILE *json, const struct bench_sample *s, size_t n)
 		fprintf(out, "%-16s %5zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", row_name(row), k,
 			sum.p50, sum.p90, sum.p95, sum.p99, sum.min, sum.max);
 		if (json)
-			rc = bench_write_summary(json, row_name(row), row < ROW_MINFLT ? "ms" : "faults",
-						 &sum);
+			rc = bench_write_summary(json, row_name(row), row_unit(row), &sum);
 	}
 	free(xs);
 	return rc;
@@ -177,9 +183,7 @@ int bench_compare(FILE *out, const struct bench_sample *a, size_t na,
 		free(xb);
 		return -ENOMEM;
 	}
-	/* The minor and major fault counts are left out: a count whose runs
-	 * all agree has no spread to test. */
-	for (int row = 0; row < ROW_MINFLT; row++) {
+	for (int row = 0; row < ROWS; row++) {
 		size_t ka = column(a, na, row, xa), kb = column(b, nb, row, xb);
 
 		/* "mayfly" in ASCII: the same files give the same verdicts. */
@@ -193,7 +197,7 @@ int bench_compare(FILE *out, const struct bench_sample *a, size_t na,
 	free(xb);
 	fprintf(out, "%-16s %9s %9s %8s %8s  %s (alpha %.2g over %d)\n", "ms since exec", "A p50",
 		"B p50", "change", "p", "verdict", BENCH_ALPHA, compared);
-	for (int row = 0; row < ROW_MINFLT; row++) {
+	for (int row = 0; row < ROWS; row++) {
 		const struct stats_ab *r = &ab[row];
 		bool sig;
 
@@ -207,7 +211,8 @@ int bench_compare(FILE *out, const struct bench_sample *a, size_t na,
 			fprintf(out, "no significant difference\n");
 		else
 			fprintf(out, "B %s by %.1f%% (mean %.2f -> %.2f)\n",
-				r->diff > 0 ? "slower" : "faster", fabs(r->rel) * 100, r->mean_a,
+				row < ROW_CPU_USER ? (r->diff > 0 ? "slower" : "faster") :
+				(r->diff > 0 ? "more" : "less"), fabs(r->rel) * 100, r->mean_a,
 				r->mean_b);
 	}
 	return differ;

@@ -76,6 +76,9 @@ static void take_timings(struct child *k, json_t *ev)
 		    json_number_value(v) >= 0)
 			k->s->at[point] = main_ms + json_number_value(v);
 	}
+	json_object_foreach(json_object_get(ev, "vm_exits"), name, v)
+		if (json_integer_value(v) > 0)
+			bench_add_exits(k->s, name, (uint64_t)json_integer_value(v));
 	k->timed = true;
 }
 

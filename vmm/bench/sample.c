@@ -1,6 +1,7 @@
 /* sample.c - the names of a benchmark run's points. */
 #include "bench/sample.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *bench_point_name(int point)
@@ -20,4 +21,36 @@ int bench_point_by_name(const char *name)
 		if (!strcmp(bench_point_name(p), name))
 			return p;
 	return -1;
+}
+
+double bench_exits_total(const struct bench_sample *s)
+{
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < s->nexits; i++)
+		total += s->exits[i].n;
+	return s->nexits ? (double)total : -1;
+}
+
+void bench_add_exits(struct bench_sample *s, const char *kind, uint64_t n)
+{
+	unsigned i;
+
+	if (strlen(kind) >= sizeof(s->exits[0].kind))
+		kind = "other";
+	for (i = 0; i < s->nexits; i++)
+		if (!strcmp(s->exits[i].kind, kind))
+			break;
+	if (i == s->nexits) {
+		if (s->nexits == BENCH_EXIT_KINDS) {
+			/* The table is full: the last slot becomes "other". */
+			i = BENCH_EXIT_KINDS - 1;
+			snprintf(s->exits[i].kind, sizeof(s->exits[i].kind), "other");
+		} else {
+			snprintf(s->exits[i].kind, sizeof(s->exits[i].kind), "%s", kind);
+			s->exits[i].n = 0;
+			s->nexits++;
+		}
+	}
+	s->exits[i].n += n;
 }

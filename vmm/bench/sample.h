@@ -17,6 +17,12 @@ enum bench_point {
 };
 
 #define BENCH_MAX_RUNS 100000
+#define BENCH_EXIT_KINDS 8     /* VM exit kinds kept per run (io, mmio, ...) */
+
+struct bench_exit {
+	char kind[24];
+	uint64_t n;
+};
 
 struct bench_sample {
 	unsigned index;            /* 0-based, warm-up runs first */
@@ -26,7 +32,15 @@ struct bench_sample {
 	double at[BENCH_POINTS];   /* ms since the parent took the clock before exec; -1: not reached */
 	double user_ms, sys_ms;    /* CPU time of the run's processes, all of them */
 	long minflt, majflt;       /* their page faults */
+	struct bench_exit exits[BENCH_EXIT_KINDS];   /* VM exits to the VMM, by kind */
+	unsigned nexits;
 };
+
+/* All its VM exits; -1 when the run said nothing of them. */
+double bench_exits_total(const struct bench_sample *s);
+/* Add n exits of kind (a new kind past BENCH_EXIT_KINDS, or a name too
+ * long, goes under "other"). */
+void bench_add_exits(struct bench_sample *s, const char *kind, uint64_t n);
 
 /* "main", the phases' names, "exit". */
 const char *bench_point_name(int point);

@@ -68,8 +68,14 @@ static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 		.restored = l->snap != NULL,
 		.start_ns = l->start_ns,
 	};
+	const char *kinds[VCPU_EXIT_REASONS];
 	uint64_t at[PHASE_NR];
 
+	for (int r = 0; r < VCPU_EXIT_REASONS; r++)
+		kinds[r] = vcpu_exit_name(r);
+	t.exit_kinds = kinds;
+	t.exit_counts = l->vm.exits;
+	t.nexits = VCPU_EXIT_REASONS;
 	launch_phases(l, at);
 	at[PHASE_COMMAND_STARTED] = ctx->res.started_ns;
 	at[PHASE_FIRST_OUTPUT] = ctx->res.first_output_ns;

@@ -210,6 +210,7 @@ int vm_run(struct vm *vm)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
 	event_loop_stop(&vm->io);
+	vcpu_exit_totals(vm->vcpus, vm->nr_vcpus, vm->exits);
 	vcpu_log_exit_stats(vm->vcpus, vm->nr_vcpus);
 	for (unsigned i = 0; i < vm->nr_blks; i++)
 		virtio_blk_log_stats(&vm->blks[i]);

@@ -299,7 +299,7 @@ void vcpu_resume_all(struct vcpu_shared *sh)
 	pthread_mutex_unlock(&sh->lock);
 }
 
-void vcpu_log_exit_stats(const struct vcpu *vcpus, unsigned n)
+const char *vcpu_exit_name(int reason)
 {
 	static const char *const names[VCPU_EXIT_REASONS] = {
 		[KVM_EXIT_UNKNOWN] = "other", [KVM_EXIT_IO] = "io", [KVM_EXIT_MMIO] = "mmio",
@@ -307,22 +307,34 @@ void vcpu_log_exit_stats(const struct vcpu *vcpus, unsigned n)
 		[KVM_EXIT_SYSTEM_EVENT] = "system-event",
 		[KVM_EXIT_INTERNAL_ERROR] = "internal-error", [KVM_EXIT_FAIL_ENTRY] = "fail-entry",
 	};
-	uint64_t by_reason[VCPU_EXIT_REASONS] = { 0 }, total = 0;
+
+	return reason >= 0 && reason < VCPU_EXIT_REASONS && names[reason] ? names[reason] : "other";
+}
+
+void vcpu_exit_totals(const struct vcpu *vcpus, unsigned n, uint64_t totals[VCPU_EXIT_REASONS])
+{
+	for (int r = 0; r < VCPU_EXIT_REASONS; r++)
+		totals[r] = 0;
+	for (unsigned i = 0; vcpus && i < n; i++)
+		for (int r = 0; r < VCPU_EXIT_REASONS; r++)
+			totals[r] += vcpus[i].exits[r];
+}
+
+void vcpu_log_exit_stats(const struct vcpu *vcpus, unsigned n)
+{
+	uint64_t by_reason[VCPU_EXIT_REASONS], total = 0;
 	char line[512] = "";
 	size_t used = 0;
 
 	if (!log_enabled(LOG_INFO) || !n)
 		return;
-	for (unsigned i = 0; i < n; i++)
-		for (int r = 0; r < VCPU_EXIT_REASONS; r++) {
-			by_reason[r] += vcpus[i].exits[r];
-			total += vcpus[i].exits[r];
-		}
+	vcpu_exit_totals(vcpus, n, by_reason);
+	for (int r = 0; r < VCPU_EXIT_REASONS; r++)
+		total += by_reason[r];
 	for (int r = 0; r < VCPU_EXIT_REASONS && used < sizeof(line); r++)
 		if (by_reason[r])
 			used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%llu",
-						 names[r] ? names[r] : "other",
-						 (unsigned long long)by_reason[r]);
+						 vcpu_exit_name(r), (unsigned long long)by_reason[r]);
 	if (used < sizeof(line))
 		used += (size_t)snprintf(line + used, sizeof(line) - used, ";");
 	bus_format_hits(vcpus[0].sh->pio, line, sizeof(line));

@@ -80,6 +80,12 @@ int vcpu_pause_all(struct vcpu_shared *sh, struct vcpu *vcpus, unsigned n);
 /* Let parked vCPUs run again. */
 void vcpu_resume_all(struct vcpu_shared *sh);
 
+/* The VM exits of the n (joined) vCPUs added up by reason. */
+void vcpu_exit_totals(const struct vcpu *vcpus, unsigned n, uint64_t totals[VCPU_EXIT_REASONS]);
+/* A reason's short name: io, mmio, intr, shutdown, system-event,
+ * internal-error, fail-entry, or "other" for the rest. */
+const char *vcpu_exit_name(int reason);
+
 /* Log the VM exits of the n (joined) vCPUs by reason, then by device. */
 void vcpu_log_exit_stats(const struct vcpu *vcpus, unsigned n);
 

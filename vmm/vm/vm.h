@@ -29,6 +29,7 @@ struct vm {
 	/* CLOCK_MONOTONIC when vm_build's steps were done (0: not reached):
 	 * guest RAM mapped, the kernel loaded (a cold boot), KVM_CREATE_VM. */
 	uint64_t mapped_ns, loaded_ns, created_ns;
+	uint64_t exits[VCPU_EXIT_REASONS];   /* every vCPU's, by reason, once vm_run returned */
 	struct kvm kvm;
 	struct arch_vm *arch;            /* the architecture's own part (vm/arch.h) */
 	struct guest_mem mem;
