@@ -43,7 +43,7 @@ expect() {
 	fi
 }
 
-echo "1..86"
+echo "1..87"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -97,6 +97,7 @@ expect "audit without verify" 2 "usage: mayfly audit verify" -- "$mayfly" audit
 expect "audit verify of a missing log" 2 "cannot read the audit log" -- "$mayfly" audit verify "$tmp/nope"
 expect "audit verify with a bad --head" 2 "bad --head 'xyz'" -- "$mayfly" audit verify --head xyz "$tmp/empty"
 expect "audit verify of a file that is not a log" 1 "line 1: not an audit record" -- "$mayfly" audit verify "$tmp/garbage-lines"
+expect "boot --timings in a missing directory" 2 "cannot open --timings $tmp/nope/t.json" -- "$mayfly" boot --kernel "$good_kernel" --timings "$tmp/nope/t.json"
 expect "bench without a kind" 2 "usage: mayfly bench boot|restore|run" -- "$mayfly" bench
 expect "bench of an unknown kind" 2 "usage: mayfly bench" -- "$mayfly" bench warp
 expect "bench --runs 0" 2 "bad --runs '0': must be from 1 to 100000" -- "$mayfly" bench run --runs 0

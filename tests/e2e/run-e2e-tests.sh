@@ -232,10 +232,20 @@ want_rc 7
 want_err_re 'info: vm stopped: .*status 7'
 tap "mayfly boot --init-cmd exits with the command's status (exit 7)"
 
-boot --init-cmd true
+boot --init-cmd true --timings "$work/timings.json"
 want_status 0
 want_rc 0
 tap "mayfly boot --init-cmd true exits 0"
+
+boot --init-cmd true --timings "$work/timings.json"
+want_rc 0
+[ "$(wc -l <"$work/timings.json")" -eq 2 ] || fail "--timings FILE has $(wc -l <"$work/timings.json") lines after two boots, want 2"
+"$jsoncheck" <"$work/timings.json" >/dev/null || fail "a --timings line is not strict JSON"
+for p in jail_started memory_mapped guest_loaded vm_created devices_ready jail_entered first_kvm_run guest_init; do
+	grep -q "\"$p\":[0-9]" "$work/timings.json" || fail "--timings lacks the phase $p"
+done
+grep -q '"vm_exits":{[^}]*"io":[1-9]' "$work/timings.json" || fail "--timings counts no port I/O exits (the console's)"
+tap "mayfly boot --timings FILE: a strict JSON line per boot, appended, with every phase of a cold boot and its VM exits"
 
 for cpus in 2 4; do
 	boot --cpus "$cpus" --init-cmd \

@@ -42,6 +42,7 @@ void event_exit(FILE *out, int code, int signo, bool timed_out, uint64_t duratio
 		int exit_code, bool truncated);
 /* msg: any bytes; shown as printable ASCII. */
 void event_error(FILE *out, const char *msg);
+#define EVENT_EXIT_KINDS 64
 /* The run's breakdown in milliseconds, -1 for a phase never reached. */
 struct event_timings {
 	double vmm_setup, first_run, guest_init, agent_ready, command_start, command_end, teardown,
@@ -52,8 +53,8 @@ struct event_timings {
 	double phases[PHASE_NR];   /* each milestone, in ms since main(); -1: not reached */
 	/* VM exits to the VMM by kind: nexits counts, each under its kind's
 	 * name (a name may repeat: its counts add up; a zero is left out). */
-	const char *const *exit_kinds;
-	const uint64_t *exit_counts;
+	const char *exit_kinds[EVENT_EXIT_KINDS];
+	uint64_t exit_counts[EVENT_EXIT_KINDS];
 	size_t nexits;
 };
 void event_timings(FILE *out, const struct event_timings *t);

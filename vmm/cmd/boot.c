@@ -3,18 +3,24 @@
 #include "launch/guest_files.h"
 #include "launch/launch.h"
 #include "launch/restore.h"
+#include "lib/clock.h"
 #include "lib/exitcode.h"
 #include "lib/log.h"
 #include "seccomp/seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* What launch_run takes, and a restored VM's config and snapshot. */
 struct boot {
 	struct launch launch;
 	struct vm_config restored;
 	struct snapshot snap;
+	int timings_fd;               /* --timings FILE, opened for appending */
 };
 
 /* --snapshot DIR: loaded and held against the flags the user gave. */
@@ -34,6 +40,36 @@ static int boot_load(struct boot *b, struct cli *c)
 	return 0;
 }
 
+/* --timings FILE, after launch_run, in the VM process: one JSON line
+ * appended to the file opened before the jail, with one write (the
+ * thread is under its seccomp filter: the line is made in memory). */
+static int boot_timings(const struct launch *l, int fd, const char *path)
+{
+	struct event_timings t;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *mem;
+	ssize_t n;
+
+	if (!l->vm_process || !l->built)
+		return 0;   /* the supervisor, or a VM that never ran */
+	mem = open_memstream(&line, &len);
+	if (!mem) {
+		log_say("cannot write --timings %s: out of memory", path);
+		return -ENOMEM;
+	}
+	launch_timings(l, clock_now_ns(), &t);
+	event_timings(mem, &t);
+	fclose(mem);
+	n = write(fd, line, len);
+	free(line);
+	if (n != (ssize_t)len) {
+		log_say("cannot write --timings %s: %s", path, n < 0 ? strerror(errno) : "short write");
+		return -EIO;
+	}
+	return 0;
+}
+
 int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 {
 	struct boot *b;
@@ -50,6 +86,16 @@ int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	if (!b) {
 		log_say("out of memory");
 		return EXIT_INTERNAL;
+	}
+	/* Opened now: a jailed VM process can no longer name the file. */
+	b->timings_fd = -1;
+	if (c->timings) {
+		b->timings_fd = open(c->timings, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (b->timings_fd < 0) {
+			log_say("cannot open --timings %s: %s", c->timings, strerror(errno));
+			free(b);
+			return EXIT_USAGE;
+		}
 	}
 	code = 0;
 	l = &b->launch;
@@ -74,6 +120,11 @@ int cmd_boot(struct cli *c, int argc, char **argv, uint64_t start_ns)
 	}
 	if (!code)
 		code = launch_run(l, start_ns);
+	if (c->timings) {
+		if (boot_timings(l, b->timings_fd, c->timings) && !code)
+			code = EXIT_INTERNAL;
+		close(b->timings_fd);
+	}
 	if (l->snap) {
 		config_free(&b->restored);
 		snapshot_free(&b->snap);

@@ -26,7 +26,7 @@ enum opt_id {
 	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_E2B, O_E2B_DOMAIN, O_E2B_CERT, O_E2B_KEY, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
-	O_RUNS, O_WARMUP, O_MODE, O_BENCH_JSON, O_SVG,
+	O_RUNS, O_WARMUP, O_MODE, O_BENCH_JSON, O_SVG, O_TIMINGS,
 };
 
 struct cli_option {
@@ -128,6 +128,8 @@ static const struct cli_option options[] = {
 	{ "no-jail", O_NO_JAIL, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, NULL,
 	  "run the VMM unjailed, with all our privileges\n"
 	  "(debugging only; see docs/security.md)" },
+	{ "timings", O_TIMINGS, C_BOOT, "FILE", "when the VM ends, append its phases (ms since start)\n"
+	  "and VM exits to FILE as one JSON line (docs/bench.md)" },
 	{ "detached", O_DETACHED, C_BOOT, NULL, "the VM goes on when the process that started this\n"
 	  "one ends (mayfly serve's sandboxes outlive it)" },
 	{ "uid", O_UID, C_BOOT | C_RUN | C_SNAP | C_MCP | C_SERVE | C_BENCH, "UID",
@@ -598,6 +600,7 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		return number("disk-quota", val, 4096, 1ULL << 50, true, &vm->disk_quota, err, errlen);
 	case O_NO_JAIL: c->jail.disabled = true; return CLI_OK;
 	case O_DETACHED: c->jail.detached = true; return CLI_OK;
+	case O_TIMINGS: return nonempty(&c->timings, "timings", val, err, errlen);
 	case O_UID:
 	case O_GID:
 		/* 0 is root; (uid_t)-1 means "unchanged" to setresuid. */

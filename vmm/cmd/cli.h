@@ -37,6 +37,7 @@ struct cli {
 	int nsetup;
 	const char *out;           /* snapshot create, pause, fork: --out DIR */
 	const char *audit_head;    /* audit verify: --head HASH */
+	const char *timings;       /* boot: --timings FILE */
 	struct {                   /* mayfly serve */
 		const char *socket, *listen, *tokens, *state;
 		const char *e2b, *e2b_domain;   /* --e2b ADDR, --e2b-domain DOMAIN */

@@ -55,33 +55,16 @@ struct run_ctx {
 static void timing_line(const struct run_ctx *ctx, uint64_t end_ns)
 {
 	const struct launch *l = &ctx->launch;
-	const struct vm_agent *va = &l->agent;
-	struct event_timings t = {
-		.vmm_setup = phase_ms(l->start_ns, l->built_ns),
-		.first_run = phase_ms(l->start_ns, vm_first_run_ns(&l->vm)),
-		.guest_init = l->snap ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
-		.agent_ready = phase_ms(l->start_ns, va->ready_ns),
-		.command_start = phase_ms(l->start_ns, ctx->res.started_ns),
-		.command_end = phase_ms(l->start_ns, ctx->res.ended_ns),
-		.teardown = phase_ms(ctx->res.ended_ns, end_ns),
-		.total = phase_ms(l->start_ns, end_ns),
-		.restored = l->snap != NULL,
-		.start_ns = l->start_ns,
-	};
-	const char *kinds[VCPU_EXIT_REASONS];
-	uint64_t at[PHASE_NR];
+	const struct exec_result *res = &ctx->res;
+	struct event_timings t;
 
-	for (int r = 0; r < VCPU_EXIT_REASONS; r++)
-		kinds[r] = vcpu_exit_name(r);
-	t.exit_kinds = kinds;
-	t.exit_counts = l->vm.exits;
-	t.nexits = VCPU_EXIT_REASONS;
-	launch_phases(l, at);
-	at[PHASE_COMMAND_STARTED] = ctx->res.started_ns;
-	at[PHASE_FIRST_OUTPUT] = ctx->res.first_output_ns;
-	at[PHASE_COMMAND_ENDED] = ctx->res.ended_ns;
-	for (int p = 0; p < PHASE_NR; p++)
-		t.phases[p] = phase_ms(l->start_ns, at[p]);
+	launch_timings(l, end_ns, &t);
+	t.command_start = phase_ms(l->start_ns, res->started_ns);
+	t.command_end = phase_ms(l->start_ns, res->ended_ns);
+	t.teardown = phase_ms(res->ended_ns, end_ns);
+	t.phases[PHASE_COMMAND_STARTED] = t.command_start;
+	t.phases[PHASE_FIRST_OUTPUT] = phase_ms(l->start_ns, res->first_output_ns);
+	t.phases[PHASE_COMMAND_ENDED] = t.command_end;
 
 	log_info("timing (%s): vmm setup %.1f ms, first KVM_RUN at %.1f ms, guest init at %.1f ms, "
 		 "agent ready at %.1f ms, command started at %.1f ms, ended at %.1f ms, "

@@ -15,7 +15,7 @@ void launch_init(struct launch *l)
 	l->spawner.fd = -1;
 }
 
-void launch_phases(const struct launch *l, uint64_t at[PHASE_NR])
+static void launch_phases(const struct launch *l, uint64_t at[PHASE_NR])
 {
 	const struct vm *vm = &l->vm;
 	uint64_t init_us = l->snap ? 0 : vm_guest_init_us(vm);
@@ -32,6 +32,32 @@ void launch_phases(const struct launch *l, uint64_t at[PHASE_NR])
 	/* The boot timer counts from process start, in microseconds. */
 	at[PHASE_GUEST_INIT] = init_us ? l->start_ns + init_us * 1000 : 0;
 	at[PHASE_AGENT_READY] = l->use_agent ? l->agent.ready_ns : 0;
+}
+
+_Static_assert(VCPU_EXIT_REASONS <= EVENT_EXIT_KINDS, "every exit reason has a slot");
+
+void launch_timings(const struct launch *l, uint64_t end_ns, struct event_timings *t)
+{
+	uint64_t at[PHASE_NR];
+
+	*t = (struct event_timings){
+		.vmm_setup = phase_ms(l->start_ns, l->built_ns),
+		.first_run = phase_ms(l->start_ns, vm_first_run_ns(&l->vm)),
+		.guest_init = l->snap ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
+		.agent_ready = phase_ms(l->start_ns, l->use_agent ? l->agent.ready_ns : 0),
+		.command_start = -1, .command_end = -1, .teardown = -1,
+		.total = phase_ms(l->start_ns, end_ns),
+		.restored = l->snap != NULL,
+		.start_ns = l->start_ns,
+		.nexits = VCPU_EXIT_REASONS,
+	};
+	launch_phases(l, at);
+	for (int p = 0; p < PHASE_NR; p++)
+		t->phases[p] = phase_ms(l->start_ns, at[p]);
+	for (int r = 0; r < VCPU_EXIT_REASONS; r++) {
+		t->exit_kinds[r] = vcpu_exit_name(r);
+		t->exit_counts[r] = l->vm.exits[r];
+	}
 }
 
 /* Step 4: the approver runs outside the jail and the filters, from a

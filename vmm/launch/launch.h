@@ -7,6 +7,7 @@
 
 #include "control/ctl_msg.h"
 #include "control/ctl_server.h"
+#include "agent_client/events.h"
 #include "jail/jail.h"
 #include "lib/phase.h"
 #include "launch/vm_agent.h"
@@ -66,10 +67,10 @@ struct launch {
 	char control_socket[CONFIG_VSOCK_PATH_MAX + sizeof(CTL_SUFFIX)];
 };
 
-/* Where the launch's milestones fell (CLOCK_MONOTONIC ns, 0: not
- * reached), up to PHASE_AGENT_READY; the command's phases are the
- * caller's. After launch_run, in the VM process. */
-void launch_phases(const struct launch *l, uint64_t at[PHASE_NR]);
+/* The launch's timings at end_ns: the VMM's set-up, its milestones up to
+ * PHASE_AGENT_READY (the command's, -1 here, are the caller's), the VM's
+ * exits by kind. After launch_run, in the VM process. */
+void launch_timings(const struct launch *l, uint64_t end_ns, struct event_timings *t);
 
 /* Ready l, which comes zeroed (calloc: it is large, mostly the agent
  * client's buffers, and a page never written costs a VM process nothing):
