@@ -43,7 +43,7 @@ expect() {
 	fi
 }
 
-echo "1..87"
+echo "1..88"
 expect "no arguments" 2 "missing command" -- "$mayfly"
 expect "unknown command" 2 "unknown command 'bogus'" -- "$mayfly" bogus
 expect "unknown flag" 2 "unknown option '--bogus'" -- "$mayfly" boot --kernel "$good_kernel" --bogus
@@ -104,6 +104,7 @@ expect "bench --runs 0" 2 "bad --runs '0': must be from 1 to 100000" -- "$mayfly
 expect "bench --mode of an unknown mode" 2 "bad --mode 'random'" -- "$mayfly" bench run --mode random
 expect "bench --mode burst:300" 2 "bad --mode burst:N '300'" -- "$mayfly" bench run --mode burst:300
 expect "bench boot --snapshot" 2 "bench boot boots cold" -- "$mayfly" bench boot --snapshot "$tmp/dir"
+expect "bench fork in bursts" 2 "bench fork forks one parent: --mode sequential only" -- "$mayfly" bench fork --mode burst:2
 expect "bench run with a flag run does not take" 2 "unknown option '--tty'" -- "$mayfly" bench run --tty
 expect "bench compare of one file" 2 "takes two files" -- "$mayfly" bench compare "$tmp/empty"
 expect "bench compare of a missing file" 2 "cannot open $tmp/nope" -- "$mayfly" bench compare "$tmp/nope" "$tmp/nope"

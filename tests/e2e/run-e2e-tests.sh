@@ -498,6 +498,14 @@ bench_n=$("$jsoncheck" --bench restore <"$work/restore.json") || fail "a restore
 grep -q '"warmup":true' "$work/restore.json" || fail "the warm-up run is not in the record"
 tap "mayfly bench restore --runs 5: a restore's 12 phases in order (no kernel load, no init), the warm-up run marked"
 
+bench_vm fork --runs 3 --warmup 0 --json "$work/fork.json" -- echo hi
+want_rc 0
+bench_n=$("$jsoncheck" --bench fork <"$work/fork.json") || fail "a fork's phases are missing or out of order (jsoncheck --bench)"
+[ "${bench_n:-0}" -eq 3 ] || fail "$bench_n measured runs in the record, want 3"
+grep -q '^forked  *3 ' "$work/txt" || fail "the table has no forked row"
+ls -d "${TMPDIR:-/tmp}"/mayfly-bench-fork.* 2>/dev/null && fail "bench fork left its directory"
+tap "mayfly bench fork --runs 3: a parent forked for each run, the child restored from the fork: 13 phases in order, nothing left"
+
 bench_vm compare "$work/restore.json" "$work/restore.json"
 want_rc 0
 bench_rows=$(grep -c 'no significant difference' "$work/txt")

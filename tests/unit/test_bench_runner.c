@@ -9,6 +9,7 @@
 #include "bench/record.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "lib/clock.h"
 
 static char *fake(void)
 {
@@ -120,6 +121,40 @@ Test(bench_runner, a_program_that_cannot_start_is_named)
 
 	cr_assert_eq(bench_run(&p, s, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot start /nonexistent/mayfly"), "%s", err);
+}
+
+/* A step before each run (bench fork's fork): its origin is where the
+ * run's points count from, its points kept; its failure stops the rest. */
+static int step_before(void *opaque, struct bench_sample *s, uint64_t *origin, char *err,
+		       size_t errlen)
+{
+	unsigned *calls = opaque;
+
+	if (++*calls == 3) {
+		snprintf(err, errlen, "mayfly fork exited 5");
+		return -1;
+	}
+	*origin = clock_now_ns() - 50000000ULL;   /* as if it took 50 ms */
+	s->at[BENCH_FORKED] = 40;
+	return 0;
+}
+
+Test(bench_runner, a_step_before_each_run_sets_its_origin_and_can_stop_the_rest)
+{
+	char *argv[] = { fake(), "run", "--json", "--", "ok", NULL };
+	struct bench_sample s[4];
+	unsigned calls = 0;
+	struct bench_plan p = { .argv = argv, .runs = 4, .before = step_before, .opaque = &calls };
+	char err[300] = "";
+
+	cr_assert_eq(bench_run(&p, s, err, sizeof(err)), -1);
+	cr_assert_str_eq(err, "run 3: mayfly fork exited 5");
+	cr_assert_eq(calls, 3, "no step after the failed one");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_float_eq(s[i].at[BENCH_FORKED], 40, 1e-9);
+		cr_assert_geq(s[i].at[BENCH_MAIN], 50, "main counts from the step's origin");
+		cr_assert_geq(s[i].at[BENCH_EXIT], s[i].at[BENCH_PHASE0 + PHASE_COMMAND_ENDED]);
+	}
 }
 
 /* The runs meet at a barrier of 3 that each waits for (10 s at most): they

@@ -112,31 +112,62 @@ static void take_bytes(struct child *k, const char *buf, size_t n)
 	}
 }
 
-static int spawn(struct runner *r, struct child *k, struct bench_sample *s)
+/* argv with stdin from /dev/null and stdout to out_fd (-1: /dev/null). */
+static int start(char *const argv[], int out_fd, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
+	int rc = posix_spawn_file_actions_init(&fa);
+
+	if (rc)
+		return -rc;
+	rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (!rc)
+		rc = out_fd >= 0 ?
+		     posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO) :
+		     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	if (!rc)
+		rc = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return -rc;
+}
+
+int bench_spawn(char *const argv[], pid_t *pid)
+{
+	return start(argv, -1, pid);
+}
+
+int bench_spawn_wait(char *const argv[])
+{
+	int status, rc;
+	pid_t pid, got;
+
+	rc = start(argv, -1, &pid);
+	if (rc)
+		return rc;
+	do
+		got = waitpid(pid, &status, 0);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run s's command; its points count from origin (0: now). */
+static int spawn(struct runner *r, struct child *k, struct bench_sample *s, uint64_t origin)
+{
 	int pipefd[2], rc;
 
 	if (pipe2(pipefd, O_CLOEXEC))
 		return -errno;
-	rc = posix_spawn_file_actions_init(&fa);
-	if (!rc)
-		rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (!rc)
-		rc = posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
 	memset(k, 0, offsetof(struct child, line));
 	k->s = s;
-	for (int p = 0; p < BENCH_POINTS; p++)
-		s->at[p] = -1;
-	k->t0 = clock_now_ns();
-	if (!rc)
-		rc = posix_spawn(&k->pid, r->p->argv[0], &fa, NULL, r->p->argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	k->t0 = origin ? origin : clock_now_ns();
+	rc = start(r->p->argv, pipefd[1], &k->pid);
 	close(pipefd[1]);
 	if (rc) {
 		close(pipefd[0]);
 		k->pid = 0;
-		return -rc;
+		return rc;
 	}
 	k->fd = pipefd[0];
 	r->nactive++;
@@ -257,13 +288,21 @@ int bench_run(const struct bench_plan *p, struct bench_sample *samples, char *er
 		}
 		if (may_start(&r, now, &wait_ms)) {
 			struct bench_sample *s = &samples[r.next];
+			uint64_t origin = 0;
+			char why[256];
 
 			memset(s, 0, sizeof(*s));
 			s->index = r.next;
 			s->warmup = r.next < p->warmup;
+			for (int i = 0; i < BENCH_POINTS; i++)
+				s->at[i] = -1;
 			if (r.next == p->warmup)
 				r.first_ns = now;
-			rc = spawn(&r, free_slot(&r), s);
+			if (p->before && p->before(p->opaque, s, &origin, why, sizeof(why))) {
+				set_err(&r, "run %u: %s", r.next + 1, why);
+				continue;
+			}
+			rc = spawn(&r, free_slot(&r), s, origin);
 			if (rc)
 				set_err(&r, "cannot start %s: %s", p->argv[0], strerror(-rc));
 			else

@@ -3,6 +3,8 @@
 #define MAYFLY_BENCH_RUNNER_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "bench/sample.h"
 
@@ -21,6 +23,13 @@ struct bench_plan {
 	enum bench_mode mode;
 	unsigned stagger_ms;       /* BENCH_STAGGERED */
 	unsigned burst;            /* BENCH_BURST: 1 to BENCH_MAX_ACTIVE */
+	/* NULL, or called on this thread just before each run starts
+	 * (BENCH_SEQUENTIAL only): a step of its own (bench fork's fork),
+	 * which may set the run's origin (CLOCK_MONOTONIC ns: what the run's
+	 * points count from; 0: the run's exec) and points of s. 0, or -1
+	 * with one line in err: the benchmark stops there. */
+	int (*before)(void *opaque, struct bench_sample *s, uint64_t *origin, char *err,
+		      size_t errlen);
 	/* Called as each run ends, in the order they end (its index says
 	 * which); ndone counts the runs ended so far, this one included. */
 	void (*done)(void *opaque, const struct bench_sample *s, unsigned ndone, unsigned total);
@@ -33,5 +42,13 @@ struct bench_plan {
  * a failure, and the ones alive are ended. Every child is reaped before
  * it returns. */
 int bench_run(const struct bench_plan *p, struct bench_sample *samples, char *err, size_t errlen);
+
+/* Run argv (argv[0] by path) to its end, stdin and stdout /dev/null,
+ * stderr ours: its exit code (128+N for signal N), or -errno when it
+ * could not start. */
+int bench_spawn_wait(char *const argv[]);
+/* Start argv (the same streams) and leave it running: its pid in *pid.
+ * 0 or -errno. */
+int bench_spawn(char *const argv[], pid_t *pid);
 
 #endif

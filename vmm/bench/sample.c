@@ -6,6 +6,8 @@
 
 const char *bench_point_name(int point)
 {
+	if (point == BENCH_FORKED)
+		return "forked";
 	if (point == BENCH_MAIN)
 		return "main";
 	if (point == BENCH_EXIT)

@@ -7,11 +7,13 @@
 
 #include "lib/phase.h"
 
-/* The points of a run, in time order: main() entered (exec's cost), the
- * VM's own milestones (lib/phase.h), then the process reaped. */
+/* The points of a run, in time order: a fork's parent saved (bench fork
+ * only), main() entered (exec's cost), the VM's own milestones
+ * (lib/phase.h), then the process reaped. */
 enum bench_point {
-	BENCH_MAIN = 0,
-	BENCH_PHASE0 = 1,                     /* BENCH_PHASE0 + enum phase */
+	BENCH_FORKED = 0,
+	BENCH_MAIN = 1,
+	BENCH_PHASE0 = 2,                     /* BENCH_PHASE0 + enum phase */
 	BENCH_EXIT = BENCH_PHASE0 + PHASE_NR,
 	BENCH_POINTS
 };
@@ -42,7 +44,7 @@ double bench_exits_total(const struct bench_sample *s);
  * long, goes under "other"). */
 void bench_add_exits(struct bench_sample *s, const char *kind, uint64_t n);
 
-/* "main", the phases' names, "exit". */
+/* "forked", "main", the phases' names, "exit". */
 const char *bench_point_name(int point);
 /* The point of that name, or -1. */
 int bench_point_by_name(const char *name);

@@ -1,5 +1,6 @@
 /* bench.c - mayfly bench: runs VMs through mayfly run --json, reports each phase's percentiles, writes JSON lines and an SVG; bench compare says whether B differs from A. */
 #include "cmd/bench.h"
+#include "bench/fork.h"
 #include "bench/record.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -15,16 +16,19 @@
 
 #define BENCH_EXIT_RUN_FAILED RUN_EXIT_MAYFLY
 
-enum bench_kind { KIND_BOOT, KIND_RESTORE, KIND_RUN };
-static const char *const kinds[] = { "boot", "restore", "run" };
+enum bench_kind { KIND_BOOT, KIND_RESTORE, KIND_RUN, KIND_FORK };
+static const char *const kinds[] = { "boot", "restore", "run", "fork" };
 
-static void free_run_argv(char **argv)
-{
-	/* The --NAME strings are between "--json" and the first "--" or "--cold". */
-	for (size_t i = 3; argv && argv[i] && strcmp(argv[i], "--") && strcmp(argv[i], "--cold"); i++)
-		free(argv[i]);
-	free(argv);
-}
+#define SELF "/proc/self/exe"
+
+/* A run's command line, and the parent's for bench fork: the forwarded
+ * options as "--NAME=VALUE" strings of ours. */
+struct cmdline {
+	char *argv[8 + CLI_MAX_FORWARD + 256];
+	char *parent[CLI_MAX_FORWARD + 1];   /* bench fork: the VM options, for boot */
+	char *owned[CLI_MAX_FORWARD];
+	int nowned;
+};
 
 /* Where the record goes: a temporary file that appears whole under its
  * name at the end (or stdout for "-"). */
@@ -39,39 +43,55 @@ struct progress {
 	bool tty;
 	struct sink *json;
 	int rc;                    /* the first failed write to json */
+	struct bench_fork *fork;   /* bench fork's parent, else NULL */
 };
 
-/* The runs' command line: our binary, run --json, the kind's own flag,
- * the forwarded VM options (--NAME=VALUE), --, CMD (true when none).
- * Each --NAME string is ours to free (from index 3 on, until the --). */
-static char **run_argv(const struct cli *c, enum bench_kind kind)
+static void cmdline_free(struct cmdline *cl)
 {
-	size_t n = 0, max = 8 + (size_t)c->bench.nforward + (size_t)c->run.argc;
-	char **argv = calloc(max, sizeof(*argv));
+	for (int i = 0; cl && i < cl->nowned; i++)
+		free(cl->owned[i]);
+	free(cl);
+}
 
-	if (!argv)
-		return NULL;
-	argv[n++] = "/proc/self/exe";
-	argv[n++] = "run";
-	argv[n++] = "--json";
+/* The runs' command line: our binary, run --json, the kind's own flag
+ * (boot: --cold; fork: --snapshot=, rewritten by each fork), the
+ * forwarded VM options (fork: --snapshot goes to the parent alone), --,
+ * CMD (true when none). */
+static struct cmdline *cmdline_make(const struct cli *c, enum bench_kind kind,
+				    struct bench_fork *fork)
+{
+	struct cmdline *cl = calloc(1, sizeof(*cl));
+	size_t n = 0, np = 0;
+
+	if (!cl || c->run.argc > 256)
+		return free(cl), NULL;
+	cl->argv[n++] = SELF;
+	cl->argv[n++] = "run";
+	cl->argv[n++] = "--json";
+	if (kind == KIND_BOOT)
+		cl->argv[n++] = "--cold";
+	if (kind == KIND_FORK)
+		cl->argv[n++] = fork->snap_arg;
 	for (int i = 0; i < c->bench.nforward; i++) {
 		const char *name = c->bench.forward[i][0], *val = c->bench.forward[i][1];
+		char *opt;
 
-		if (asprintf(&argv[n], val ? "--%s=%s" : "--%s", name, val) < 0) {
-			argv[n] = NULL;
-			free_run_argv(argv);
+		if (asprintf(&opt, val ? "--%s=%s" : "--%s", name, val) < 0) {
+			cmdline_free(cl);
 			return NULL;
 		}
-		n++;
+		cl->owned[cl->nowned++] = opt;
+		if (kind == KIND_FORK)
+			cl->parent[np++] = opt;
+		if (kind != KIND_FORK || strcmp(name, "snapshot"))
+			cl->argv[n++] = opt;
 	}
-	argv[n++] = kind == KIND_BOOT ? "--cold" : "--";
-	if (kind == KIND_BOOT)
-		argv[n++] = "--";
+	cl->argv[n++] = "--";
 	if (!c->run.argc)
-		argv[n++] = "true";
+		cl->argv[n++] = "true";
 	for (int i = 0; i < c->run.argc; i++)
-		argv[n++] = c->run.argv[i];
-	return argv;
+		cl->argv[n++] = c->run.argv[i];
+	return cl;
 }
 
 static int sink_open(struct sink *s, const char *path)
@@ -136,13 +156,22 @@ static void on_done(void *opaque, const struct bench_sample *s, unsigned ndone, 
 		fputc('\n', stderr);
 }
 
+/* bench fork: each run's fork, before its child's run. */
+static int fork_first(void *opaque, struct bench_sample *s, uint64_t *origin, char *err,
+		      size_t errlen)
+{
+	struct progress *p = opaque;
+
+	return bench_fork_before(p->fork, SELF, s, origin, err, errlen);
+}
+
 static int run_plan(char **argv, unsigned runs, unsigned warmup, const struct cli *c,
 		    struct progress *prog, struct bench_sample *samples)
 {
 	struct bench_plan plan = {
 		.argv = argv, .runs = runs, .warmup = warmup, .mode = c->bench.mode,
 		.stagger_ms = c->bench.mode_arg, .burst = c->bench.mode_arg, .done = on_done,
-		.opaque = prog,
+		.before = prog->fork ? fork_first : NULL, .opaque = prog,
 	};
 	char err[300];
 
@@ -169,7 +198,9 @@ static int bench_kind(struct cli *c, enum bench_kind kind, const char *version)
 {
 	unsigned total = c->bench.warmup + c->bench.runs;
 	struct bench_sample *samples = calloc(total, sizeof(*samples));
-	char **argv = run_argv(c, kind), mode[32], title[160], err[300];
+	struct bench_fork fork;
+	struct cmdline *cl = cmdline_make(c, kind, &fork);
+	char **argv = cl ? cl->argv : NULL, mode[32], title[160], err[300];
 	struct progress prog = { .warmup = c->bench.warmup, .tty = isatty(STDERR_FILENO) };
 	struct sink json = { 0 };
 	FILE *table = c->bench.json && !strcmp(c->bench.json, "-") ? stderr : stdout;
@@ -191,6 +222,14 @@ static int bench_kind(struct cli *c, enum bench_kind kind, const char *version)
 		if (code)
 			goto out;
 		code = EXIT_INTERNAL;
+	}
+	if (kind == KIND_FORK) {
+		fprintf(stderr, "bench: starting the parent VM (mayfly boot --vsock)\n");
+		if (bench_fork_start(&fork, SELF, cl->parent)) {
+			code = BENCH_EXIT_RUN_FAILED;
+			goto out;
+		}
+		prog.fork = &fork;
 	}
 	if (sink_open(&json, c->bench.json))
 		goto out;
@@ -223,7 +262,9 @@ out_json:
 	if (json.f && sink_close(&json, code == 0, c->bench.json) && !code)
 		code = EXIT_INTERNAL;
 out:
-	free_run_argv(argv);
+	if (prog.fork)
+		bench_fork_stop(prog.fork);
+	cmdline_free(cl);
 	free(samples);
 	return code;
 }
@@ -270,7 +311,7 @@ int cmd_bench(struct cli *c, int argc, char **argv, const char *version)
 
 	if (argc >= 2 && !strcmp(argv[1], "compare"))
 		return bench_ab(c, argc - 1, argv + 1);
-	for (int k = KIND_BOOT; argc >= 2 && k <= KIND_RUN; k++) {
+	for (int k = KIND_BOOT; argc >= 2 && k <= KIND_FORK; k++) {
 		if (strcmp(argv[1], kinds[k]))
 			continue;
 		code = cli_parse_or_exit(c, CLI_BENCH, argc - 1, argv + 1, EXIT_USAGE);
@@ -280,10 +321,14 @@ int cmd_bench(struct cli *c, int argc, char **argv, const char *version)
 			log_say("bench boot boots cold: --snapshot goes with bench restore or run");
 			return EXIT_USAGE;
 		}
+		if (k == KIND_FORK && c->bench.mode != BENCH_SEQUENTIAL) {
+			log_say("bench fork forks one parent: --mode sequential only");
+			return EXIT_USAGE;
+		}
 		log_init(c->vm.id, c->vm.log_level);
 		return bench_kind(c, (enum bench_kind)k, version);
 	}
-	log_say("usage: mayfly bench boot|restore|run [options] [-- CMD] or mayfly bench compare "
+	log_say("usage: mayfly bench boot|restore|run|fork [options] [-- CMD] or mayfly bench compare "
 		"A.json B.json (see mayfly bench run --help)");
 	return EXIT_USAGE;
 }

@@ -222,12 +222,14 @@ static const char *const intros[CLI_NR_CMDS] = {
 	[CLI_PAUSE] = ("usage: mayfly pause --vsock PATH --out DIR\n\n"
 		"Save the running VM of `mayfly boot --vsock PATH` into DIR (a snapshot: mayfly\n"
 		"boot --snapshot DIR resumes it, processes and files as they were), then end it.\n"),
-	[CLI_BENCH] = ("usage: mayfly bench boot|restore|run [options] [--] [CMD [ARG...]]\n\n"
+	[CLI_BENCH] = ("usage: mayfly bench boot|restore|run|fork [options] [--] [CMD [ARG...]]\n\n"
 		"Time VMs: each run is one `mayfly run --json` process, timed from just before\n"
 		"its exec to its exit, with every phase of the VM in between. boot boots cold\n"
 		"(run --cold), restore restores --snapshot DIR or the default snapshot (made\n"
-		"first if needed, untimed), run does what mayfly run does. CMD (default true)\n"
-		"must exit 0. Prints each phase's p50, p90, p95, p99, min and max.\n"),
+		"first if needed, untimed), run does what mayfly run does, fork forks one\n"
+		"parent VM (mayfly boot --vsock) per run and restores the child from it.\n"
+		"CMD (default true) must exit 0. Prints each phase's p50, p90, p95, p99, min\n"
+		"and max.\n"),
 	[CLI_COMPARE] = ("usage: mayfly bench compare [--svg FILE] A.json B.json\n\n"
 		"Does B differ from A? For each phase both reached, a two-sided permutation\n"
 		"test of the difference of the means (9999 relabelings; Bonferroni over the\n"
