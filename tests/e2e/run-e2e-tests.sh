@@ -27,7 +27,7 @@ set -u
 
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "$0")/tap.sh"
-busybox_applets timeout grep sed head tail cut tr wc mkfifo mktemp sleep rm seq cmp sha256sum dd stat od
+busybox_applets timeout grep sed head tail cut tr wc mkfifo mktemp sleep rm seq cmp sha256sum dd stat od pgrep
 [ $# -eq 3 ] || usage "run-e2e-tests MAYFLY GUESTDIR JSONCHECK"
 mayfly=$1
 guestdir=$2
@@ -505,6 +505,16 @@ bench_n=$("$jsoncheck" --bench fork <"$work/fork.json") || fail "a fork's phases
 grep -q '^forked  *3 ' "$work/txt" || fail "the table has no forked row"
 ls -d "${TMPDIR:-/tmp}"/mayfly-bench-fork.* 2>/dev/null && fail "bench fork left its directory"
 tap "mayfly bench fork --runs 3: a parent forked for each run, the child restored from the fork: 13 phases in order, nothing left"
+
+bench_vm density --count 3 --json "$work/density.json"
+want_rc 0
+[ "$(grep -c '"type":"density"' "$work/density.json")" -eq 3 ] || fail "not one density line per VM (3 VMs, each a tenth)"
+grep -q '"type":"density","vms":3,.*"pss_kib":[1-9][0-9]*,' "$work/density.json" || fail "no PSS for 3 VMs"
+grep -q '"type":"answering","vms":3,"answered":3}' "$work/density.json" || fail "not every idle VM answered"
+grep -q '^ *3  *[0-9]' "$work/txt" || fail "the table has no row for 3 VMs"
+ls -d "${TMPDIR:-/tmp}"/mayfly-bench-density.* 2>/dev/null && fail "bench density left its directory"
+pgrep -f 'mayfly.*boot --vsock' >/dev/null && fail "bench density left a VM running"
+tap "mayfly bench density --count 3: three idle VMs from the default snapshot, PSS and the host's memory per VM, each still answers; nothing left"
 
 bench_vm compare "$work/restore.json" "$work/restore.json"
 want_rc 0

@@ -61,7 +61,7 @@ int bench_fork_start(struct bench_fork *f, const char *self, char *const vm_opts
 	for (size_t i = 0; vm_opts[i] && n < sizeof(boot) / sizeof(boot[0]) - 1; i++)
 		boot[n++] = vm_opts[i];
 	boot[n] = NULL;
-	rc = bench_spawn(boot, &f->parent);
+	rc = bench_spawn(boot, NULL, &f->parent);
 	if (rc) {
 		log_say("cannot start the parent VM: %s", strerror(-rc));
 		f->parent = 0;

@@ -199,6 +199,24 @@ int bench_write_summary(FILE *f, const char *of, const char *unit, const struct 
 				"min", sum->min, "max", sum->max, "mean", sum->mean));
 }
 
+int bench_write_density(FILE *f, const struct density_step *before, const struct density_step *st)
+{
+	return put(f, json_pack("{s:s, s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:i, s:i}", "type",
+				"density", "vms", st->n, "restore_ms", st->restore_ms, "pss_kib",
+				(json_int_t)st->pss_kib, "mem_available_kib",
+				(json_int_t)st->mem_available_kib, "mem_available_before_kib",
+				(json_int_t)before->mem_available_kib, "page_tables_kib",
+				(json_int_t)st->page_tables_kib, "page_tables_before_kib",
+				(json_int_t)before->page_tables_kib, "threads", st->threads, "fds",
+				st->fds));
+}
+
+int bench_write_answering(FILE *f, unsigned vms, unsigned answering)
+{
+	return put(f, json_pack("{s:s, s:i, s:i}", "type", "answering", "vms", vms, "answered",
+				answering));
+}
+
 /* One "run" line into s: every point it names, the rest -1. */
 static bool read_sample(json_t *o, struct bench_sample *s)
 {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "bench/density.h"
 #include "bench/sample.h"
 #include "bench/stats.h"
 
@@ -25,6 +26,11 @@ int bench_write_header(FILE *f, const struct bench_header *h);
 int bench_write_sample(FILE *f, const struct bench_sample *s);
 /* A summary of `of` (a point's name, or cpu_user_ms, cpu_sys_ms, minflt, majflt). */
 int bench_write_summary(FILE *f, const char *of, const char *unit, const struct stats_summary *sum);
+
+/* bench density: one line per step, {"type":"density", ...} (the host
+ * before the first VM, and at the step), and how many VMs answered. */
+int bench_write_density(FILE *f, const struct density_step *before, const struct density_step *st);
+int bench_write_answering(FILE *f, unsigned vms, unsigned answering);
 
 /* A bench JSON file read back: its kind and its measured runs (warm-up
  * runs left out), in *out (malloc'd, the caller frees). 0, or -1 with one

@@ -112,8 +112,9 @@ static void take_bytes(struct child *k, const char *buf, size_t n)
 	}
 }
 
-/* argv with stdin from /dev/null and stdout to out_fd (-1: /dev/null). */
-static int start(char *const argv[], int out_fd, pid_t *pid)
+/* argv with stdin from /dev/null, stdout to out_fd (-1: /dev/null) and
+ * stderr to err_path (NULL: ours). */
+static int start(char *const argv[], int out_fd, const char *err_path, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	int rc = posix_spawn_file_actions_init(&fa);
@@ -125,15 +126,18 @@ static int start(char *const argv[], int out_fd, pid_t *pid)
 		rc = out_fd >= 0 ?
 		     posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO) :
 		     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	if (!rc && err_path)
+		rc = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path,
+						      O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (!rc)
 		rc = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	return -rc;
 }
 
-int bench_spawn(char *const argv[], pid_t *pid)
+int bench_spawn(char *const argv[], const char *err_path, pid_t *pid)
 {
-	return start(argv, -1, pid);
+	return start(argv, -1, err_path, pid);
 }
 
 int bench_spawn_wait(char *const argv[])
@@ -141,7 +145,7 @@ int bench_spawn_wait(char *const argv[])
 	int status, rc;
 	pid_t pid, got;
 
-	rc = start(argv, -1, &pid);
+	rc = start(argv, -1, NULL, &pid);
 	if (rc)
 		return rc;
 	do
@@ -162,7 +166,7 @@ static int spawn(struct runner *r, struct child *k, struct bench_sample *s, uint
 	memset(k, 0, offsetof(struct child, line));
 	k->s = s;
 	k->t0 = origin ? origin : clock_now_ns();
-	rc = start(r->p->argv, pipefd[1], &k->pid);
+	rc = start(r->p->argv, pipefd[1], NULL, &k->pid);
 	close(pipefd[1]);
 	if (rc) {
 		close(pipefd[0]);

@@ -47,8 +47,8 @@ int bench_run(const struct bench_plan *p, struct bench_sample *samples, char *er
  * stderr ours: its exit code (128+N for signal N), or -errno when it
  * could not start. */
 int bench_spawn_wait(char *const argv[]);
-/* Start argv (the same streams) and leave it running: its pid in *pid.
- * 0 or -errno. */
-int bench_spawn(char *const argv[], pid_t *pid);
+/* Start argv (the same streams; stderr to the file err_path unless it is
+ * NULL) and leave it running: its pid in *pid. 0 or -errno. */
+int bench_spawn(char *const argv[], const char *err_path, pid_t *pid);
 
 #endif

@@ -1,9 +1,12 @@
 /* bench.c - mayfly bench: runs VMs through mayfly run --json, reports each phase's percentiles, writes JSON lines and an SVG; bench compare says whether B differs from A. */
 #include "cmd/bench.h"
+#include "bench/density.h"
 #include "bench/fork.h"
 #include "bench/record.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "launch/guest_files.h"
+#include "launch/snapcache.h"
 #include "lib/atomic_file.h"
 #include "lib/exitcode.h"
 #include "lib/log.h"
@@ -16,8 +19,8 @@
 
 #define BENCH_EXIT_RUN_FAILED RUN_EXIT_MAYFLY
 
-enum bench_kind { KIND_BOOT, KIND_RESTORE, KIND_RUN, KIND_FORK };
-static const char *const kinds[] = { "boot", "restore", "run", "fork" };
+enum bench_kind { KIND_BOOT, KIND_RESTORE, KIND_RUN, KIND_FORK, KIND_DENSITY };
+static const char *const kinds[] = { "boot", "restore", "run", "fork", "density" };
 
 #define SELF "/proc/self/exe"
 
@@ -25,7 +28,7 @@ static const char *const kinds[] = { "boot", "restore", "run", "fork" };
  * options as "--NAME=VALUE" strings of ours. */
 struct cmdline {
 	char *argv[8 + CLI_MAX_FORWARD + 256];
-	char *parent[CLI_MAX_FORWARD + 1];   /* bench fork: the VM options, for boot */
+	char *parent[CLI_MAX_FORWARD + 2];   /* fork's parent, density's VMs: for boot */
 	char *owned[CLI_MAX_FORWARD];
 	int nowned;
 };
@@ -81,8 +84,10 @@ static struct cmdline *cmdline_make(const struct cli *c, enum bench_kind kind,
 			return NULL;
 		}
 		cl->owned[cl->nowned++] = opt;
-		if (kind == KIND_FORK)
-			cl->parent[np++] = opt;
+		/* fork's parent takes every option; density's VMs all but
+		 * --snapshot, which goes first (parent[0], left for it). */
+		if (kind == KIND_FORK || (kind == KIND_DENSITY && strcmp(name, "snapshot")))
+			cl->parent[kind == KIND_DENSITY ? ++np : np++] = opt;
 		if (kind != KIND_FORK || strcmp(name, "snapshot"))
 			cl->argv[n++] = opt;
 	}
@@ -269,6 +274,103 @@ out:
 	return code;
 }
 
+struct density_out {
+	FILE *table;
+	struct sink *json;
+	int rc;                    /* the first failed write to json */
+	struct density_step last;  /* the step before: what the marginal VM adds to */
+};
+
+static void density_step(void *opaque, const struct density_step *before,
+			 const struct density_step *st)
+{
+	struct density_out *o = opaque;
+	double n = st->n, drop = (double)(before->mem_available_kib - st->mem_available_kib);
+	double tables = st->page_tables_kib >= 0 && before->page_tables_kib >= 0 ?
+			(double)(st->page_tables_kib - before->page_tables_kib) / n : -1;
+
+	double marginal = (double)(st->pss_kib - o->last.pss_kib) / (st->n - o->last.n) / 1024;
+
+	fprintf(o->table, "%6u %10.1f %12.2f %12.2f %12.2f %10.1f %8.1f %8.1f\n", st->n,
+		st->restore_ms, (double)st->pss_kib / n / 1024, marginal, drop / n / 1024, tables,
+		st->threads / n, st->fds / n);
+	fflush(o->table);
+	o->last = *st;
+	if (o->json && o->json->f && !o->rc)
+		o->rc = bench_write_density(o->json->f, before, st);
+}
+
+/* bench density: the snapshot (--snapshot, or the default one, made
+ * now when missing and held), then the VMs. */
+static int bench_dense(struct cli *c, const char *version)
+{
+	struct cmdline *cl = cmdline_make(c, KIND_DENSITY, NULL);
+	char dir[CONFIG_PATH_MAX], snap_arg[CONFIG_PATH_MAX + 16], err[300];
+	struct density_out o = { .table = stdout };
+	struct sink json = { 0 };
+	unsigned answering = 0;
+	int code, hold = -1;
+
+	if (!cl) {
+		log_say("out of memory");
+		return EXIT_INTERNAL;
+	}
+	if (c->snapshot) {
+		snprintf(dir, sizeof(dir), "%s", c->snapshot);
+	} else {
+		fprintf(stderr, "bench: the default snapshot (made now if missing)\n");
+		code = agent_vm_config(&c->vm, c->verbose, false);
+		if (!code)
+			code = snapcache_get(&c->vm, dir, sizeof(dir), c->verbose, &c->jail);
+		if (code) {
+			if (code < 0)
+				log_say("no default snapshot (no cache directory): give --snapshot DIR");
+			cmdline_free(cl);
+			return code < 0 ? EXIT_USAGE : code;
+		}
+		hold = snapcache_hold(dir);
+	}
+	snprintf(snap_arg, sizeof(snap_arg), "--snapshot=%s", dir);
+	cl->parent[0] = snap_arg;   /* first, then the VM options (cmdline_make left room) */
+	code = EXIT_INTERNAL;
+	if (sink_open(&json, c->bench.json))
+		goto out;
+	o.json = &json;
+	if (json.f)
+		o.rc = bench_write_header(json.f, &(struct bench_header){
+			"density", "sequential", c->bench.count, 0, cl->parent, version,
+			c->vm.kvm_device });
+	if (json.f && !strcmp(c->bench.json, "-"))
+		o.table = stderr;
+	fprintf(o.table, "mayfly bench density: %u idle VMs restored from %s, kept alive\n"
+		"%6s %10s %12s %12s %12s %10s %8s %8s\n", c->bench.count, dir, "VMs", "restore ms",
+		"PSS MiB/VM", "marginal MiB", "avail MiB/VM", "PT KiB/VM", "thr/VM", "fds/VM");
+	if (bench_density(&(struct density_plan){ SELF, cl->parent, c->bench.count, density_step,
+						  &o }, &answering, err, sizeof(err))) {
+		log_say("%s", err);
+		code = BENCH_EXIT_RUN_FAILED;
+		goto out_json;
+	}
+	fprintf(o.table, "%u of %u VMs answered an exec after the last was up\n", answering,
+		c->bench.count);
+	if (json.f && !o.rc)
+		o.rc = bench_write_answering(json.f, c->bench.count, answering);
+	code = o.rc ? EXIT_INTERNAL : answering == c->bench.count ? 0 : BENCH_EXIT_RUN_FAILED;
+	if (o.rc)
+		log_say("cannot write the record: %s", strerror(-o.rc));
+	else if (code)
+		log_say("%u of %u idle VMs did not answer an exec", c->bench.count - answering,
+			c->bench.count);
+out_json:
+	if (json.f && sink_close(&json, code == 0, c->bench.json) && !code)
+		code = EXIT_INTERNAL;
+out:
+	if (hold >= 0)
+		close(hold);
+	cmdline_free(cl);
+	return code;
+}
+
 static int bench_ab(struct cli *c, int argc, char **argv)
 {
 	int code = cli_parse_or_exit(c, CLI_COMPARE, argc, argv, EXIT_USAGE);
@@ -311,7 +413,7 @@ int cmd_bench(struct cli *c, int argc, char **argv, const char *version)
 
 	if (argc >= 2 && !strcmp(argv[1], "compare"))
 		return bench_ab(c, argc - 1, argv + 1);
-	for (int k = KIND_BOOT; argc >= 2 && k <= KIND_FORK; k++) {
+	for (int k = KIND_BOOT; argc >= 2 && k <= KIND_DENSITY; k++) {
 		if (strcmp(argv[1], kinds[k]))
 			continue;
 		code = cli_parse_or_exit(c, CLI_BENCH, argc - 1, argv + 1, EXIT_USAGE);
@@ -326,9 +428,11 @@ int cmd_bench(struct cli *c, int argc, char **argv, const char *version)
 			return EXIT_USAGE;
 		}
 		log_init(c->vm.id, c->vm.log_level);
+		if (k == KIND_DENSITY)
+			return bench_dense(c, version);
 		return bench_kind(c, (enum bench_kind)k, version);
 	}
-	log_say("usage: mayfly bench boot|restore|run|fork [options] [-- CMD] or mayfly bench compare "
+	log_say("usage: mayfly bench boot|restore|run|fork|density [options] [-- CMD] or mayfly bench compare "
 		"A.json B.json (see mayfly bench run --help)");
 	return EXIT_USAGE;
 }

@@ -1,5 +1,6 @@
 /* cli.c - the one command-line front end: one option table and getopt_long for boot, run, exec and cp. */
 #include "cmd/cli.h"
+#include "bench/density.h"
 #include "policy/approve.h"
 #include "lib/log.h"
 #include "num.h"
@@ -26,7 +27,7 @@ enum opt_id {
 	O_NO_JAIL, O_DETACHED, O_UID, O_GID, O_CPU_QUOTA, O_DISK_QUOTA,
 	O_SOCKET, O_LISTEN, O_E2B, O_E2B_DOMAIN, O_E2B_CERT, O_E2B_KEY, O_TOKENS, O_STATE, O_POOL, O_MAX_SANDBOXES, O_TEMPLATE, O_EPHEMERAL, O_MEMORY_RESERVE,
 	O_ALLOW_NET, O_RESOLVE, O_ROOT, O_USER, O_SPARE_DISKS,
-	O_RUNS, O_WARMUP, O_MODE, O_BENCH_JSON, O_SVG, O_TIMINGS,
+	O_RUNS, O_WARMUP, O_MODE, O_BENCH_JSON, O_SVG, O_TIMINGS, O_COUNT,
 };
 
 struct cli_option {
@@ -179,6 +180,8 @@ static const struct cli_option options[] = {
 	  "staggered:MS (one start every MS ms, whether or not\n"
 	  "the last ended) or burst:N (N VMs at once, then the\n"
 	  "next N), at most 256 VMs alive" },
+	{ "count", O_COUNT, C_BENCH, "N", "density: idle VMs kept alive at once (default 10,\n"
+	  "at most 4096)" },
 	{ "json", O_BENCH_JSON, C_BENCH, "FILE", "write every run's record and the summaries to FILE as\n"
 	  "JSON lines (docs/bench.md); - for stdout" },
 	{ "svg", O_SVG, C_BENCH | C_COMPARE, "FILE", "draw the total's CDF and the median steps to FILE" },
@@ -229,7 +232,8 @@ static const char *const intros[CLI_NR_CMDS] = {
 		"first if needed, untimed), run does what mayfly run does, fork forks one\n"
 		"parent VM (mayfly boot --vsock) per run and restores the child from it.\n"
 		"CMD (default true) must exit 0. Prints each phase's p50, p90, p95, p99, min\n"
-		"and max.\n"),
+		"and max. mayfly bench density --count N restores N idle VMs from one\n"
+		"snapshot, kept alive at once, and prints what each more one costs.\n"),
 	[CLI_COMPARE] = ("usage: mayfly bench compare [--svg FILE] A.json B.json\n\n"
 		"Does B differ from A? For each phase both reached, a two-sided permutation\n"
 		"test of the difference of the means (9999 relabelings; Bonferroni over the\n"
@@ -664,6 +668,11 @@ static enum cli_result apply(struct cli *c, enum cli_cmd cmd, int id, char *val,
 		return CLI_OK;
 	case O_MODE:
 		return bench_mode(c, val, err, errlen);
+	case O_COUNT:
+		if (number("count", val, 1, DENSITY_MAX_VMS, false, &n, err, errlen))
+			return CLI_ERROR;
+		c->bench.count = (unsigned)n;
+		return CLI_OK;
 	case O_BENCH_JSON: return nonempty(&c->bench.json, "json", val, err, errlen);
 	case O_SVG: return nonempty(&c->bench.svg, "svg", val, err, errlen);
 	case O_MAX_SANDBOXES:
@@ -709,6 +718,7 @@ static void defaults(struct cli *c)
 	c->serve.memory_reserve_mib = 256;
 	c->bench.runs = 10;
 	c->bench.warmup = 1;
+	c->bench.count = 10;
 }
 
 void cli_free(struct cli *c)

@@ -50,6 +50,7 @@ struct cli {
 	} serve;
 	struct {                   /* mayfly bench (boot, restore, run; compare) */
 		unsigned runs, warmup;
+		unsigned count;        /* density: --count N */
 		enum bench_mode mode;
 		unsigned mode_arg;     /* staggered: ms between starts; burst: VMs at once */
 		const char *json, *svg;    /* --json FILE, --svg FILE */
