@@ -8,7 +8,7 @@
 /* mayfly bench's points in the order docs/bench.md gives them; the ones a
  * restore never has (it loads no kernel, its init ran before the save). */
 static const char *const points[] = {
-	"forked", "main", "jail_started", "memory_mapped", "guest_loaded", "vm_created", "devices_ready",
+	"forked", "main", "cgroup_made", "vm_forked", "jail_started", "memory_mapped", "guest_loaded", "vm_created", "devices_ready",
 	"jail_entered", "first_kvm_run", "guest_init", "agent_ready", "command_started",
 	"first_output", "command_ended", "exit",
 };

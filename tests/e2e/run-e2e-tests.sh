@@ -241,7 +241,7 @@ boot --init-cmd true --timings "$work/timings.json"
 want_rc 0
 [ "$(wc -l <"$work/timings.json")" -eq 2 ] || fail "--timings FILE has $(wc -l <"$work/timings.json") lines after two boots, want 2"
 "$jsoncheck" <"$work/timings.json" >/dev/null || fail "a --timings line is not strict JSON"
-for p in jail_started memory_mapped guest_loaded vm_created devices_ready jail_entered first_kvm_run guest_init; do
+for p in cgroup_made vm_forked jail_started memory_mapped guest_loaded vm_created devices_ready jail_entered first_kvm_run guest_init; do
 	grep -q "\"$p\":[0-9]" "$work/timings.json" || fail "--timings lacks the phase $p"
 done
 grep -q '"vm_exits":{[^}]*"io":[1-9]' "$work/timings.json" || fail "--timings counts no port I/O exits (the console's)"
@@ -489,14 +489,14 @@ bench_n=$("$jsoncheck" --bench boot <"$work/boot.json") || fail "a boot run's ph
 grep -q '^exit  *5 ' "$work/txt" || fail "the table has no exit row over 5 runs"
 grep -q '^guest_init  *5 ' "$work/txt" || fail "the table has no guest_init row"
 grep -q '<svg ' "$work/boot.svg" && grep -q '</svg>' "$work/boot.svg" || fail "no whole SVG"
-tap "mayfly bench boot --runs 5: every run's 14 phases, each at or after the one before, in strict JSON lines; the table and the SVG"
+tap "mayfly bench boot --runs 5: every run's 16 phases, each at or after the one before, in strict JSON lines; the table and the SVG"
 
 bench_vm restore --runs 5 --json "$work/restore.json" -- echo hi
 want_rc 0
 bench_n=$("$jsoncheck" --bench restore <"$work/restore.json") || fail "a restore's phases are missing or out of order (jsoncheck --bench)"
 [ "${bench_n:-0}" -eq 5 ] || fail "$bench_n measured runs in the record, want 5"
 grep -q '"warmup":true' "$work/restore.json" || fail "the warm-up run is not in the record"
-tap "mayfly bench restore --runs 5: a restore's 12 phases in order (no kernel load, no init), the warm-up run marked"
+tap "mayfly bench restore --runs 5: a restore's 14 phases in order (no kernel load, no init), the warm-up run marked"
 
 bench_vm fork --runs 3 --warmup 0 --json "$work/fork.json" -- echo hi
 want_rc 0
@@ -504,7 +504,7 @@ bench_n=$("$jsoncheck" --bench fork <"$work/fork.json") || fail "a fork's phases
 [ "${bench_n:-0}" -eq 3 ] || fail "$bench_n measured runs in the record, want 3"
 grep -q '^forked  *3 ' "$work/txt" || fail "the table has no forked row"
 ls -d "${TMPDIR:-/tmp}"/mayfly-bench-fork.* 2>/dev/null && fail "bench fork left its directory"
-tap "mayfly bench fork --runs 3: a parent forked for each run, the child restored from the fork: 13 phases in order, nothing left"
+tap "mayfly bench fork --runs 3: a parent forked for each run, the child restored from the fork: 15 phases in order, nothing left"
 
 bench_vm density --count 3 --json "$work/density.json"
 want_rc 0

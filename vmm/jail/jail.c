@@ -6,6 +6,7 @@
 #include "lib/sparse.h"
 #include "lib/exitcode.h"
 #include "lib/thread.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "seccomp/seccomp.h"
 
@@ -346,6 +347,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 		}
 	}
 	make_cgroup(j, jc, cfg);
+	j->cgroup_ns = clock_now_ns();
 	/* The supervisor dies with our caller (unless detached: mayfly
 	 * serve's sandboxes outlive the service); the VM with the supervisor. */
 	if (jc->detached)
@@ -381,6 +383,7 @@ enum jail_role jail_start(struct jail *j, const struct jail_config *jc, const st
 			close(pidns);
 	}
 	if (child == 0) {
+		j->forked_ns = clock_now_ns();
 		if (pidns >= 0)
 			close(pidns);
 		if (become_vm(j, alive[0], &set, in_cgroup))

@@ -3,6 +3,7 @@
 #define MAYFLY_JAIL_JAIL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "vm/config.h"
@@ -51,6 +52,9 @@ struct jail {
 	struct cgroup cgroup;
 	struct lease lease;        /* owns dir and cgroup while the supervisor lives */
 	int alive_fd;              /* the VM: hung up once the supervisor is gone; -1 */
+	/* CLOCK_MONOTONIC when jail_start's steps were done (0: not
+	 * reached): the directory and cgroup made; the VM process forked. */
+	uint64_t cgroup_ns, forked_ns;
 };
 
 enum jail_role {

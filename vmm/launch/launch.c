@@ -22,6 +22,8 @@ static void launch_phases(const struct launch *l, uint64_t at[PHASE_NR])
 
 	for (int p = 0; p < PHASE_NR; p++)
 		at[p] = 0;
+	at[PHASE_CGROUP_MADE] = l->jail.cgroup_ns;
+	at[PHASE_VM_FORKED] = l->jail.forked_ns;
 	at[PHASE_JAIL_STARTED] = l->jailed_ns;
 	at[PHASE_MEMORY_MAPPED] = vm->mapped_ns;
 	at[PHASE_GUEST_LOADED] = vm->loaded_ns;

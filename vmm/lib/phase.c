@@ -2,6 +2,8 @@
 #include "lib/phase.h"
 
 static const char *const names[PHASE_NR] = {
+	[PHASE_CGROUP_MADE] = "cgroup_made",
+	[PHASE_VM_FORKED] = "vm_forked",
 	[PHASE_JAIL_STARTED] = "jail_started",
 	[PHASE_MEMORY_MAPPED] = "memory_mapped",
 	[PHASE_GUEST_LOADED] = "guest_loaded",

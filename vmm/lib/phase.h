@@ -4,10 +4,13 @@
 
 #include <stdint.h>
 
-/* In time order. A cold boot has them all; a restore has no guest_loaded
- * or guest_init; a command that writes nothing has no first_output. */
+/* In time order. A jailed cold boot has them all; a restore has no
+ * guest_loaded or guest_init; a command that writes nothing has no
+ * first_output; --no-jail has no cgroup_made or vm_forked. */
 enum phase {
-	PHASE_JAIL_STARTED,    /* the VM process began: jail_start's namespaces and cgroup */
+	PHASE_CGROUP_MADE,     /* jailed: the jail's directory and cgroup made */
+	PHASE_VM_FORKED,       /* jailed: the VM process forked, PID 1 of its namespace */
+	PHASE_JAIL_STARTED,    /* the VM process in its namespaces, ready to build */
 	PHASE_MEMORY_MAPPED,   /* guest RAM mapped (restored: the memory file) */
 	PHASE_GUEST_LOADED,    /* cold: the kernel and initrd loaded */
 	PHASE_VM_CREATED,      /* KVM_CREATE_VM */
