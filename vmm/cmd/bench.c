@@ -113,11 +113,12 @@ static int sink_open(struct sink *s, const char *path)
 	fd = rc ? -1 : dup(s->af.fd);
 	s->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!s->f) {
-		rc = rc ? rc : -errno;
-		if (fd >= 0)
-			close(fd);
-		if (!rc)
+		if (!rc) {   /* opened, but no stream on it: the file goes */
+			rc = -errno;
+			if (fd >= 0)
+				close(fd);
 			atomic_file_abort(&s->af);
+		}
 		log_say("cannot write --json %s: %s", path, strerror(-rc));
 		return -1;
 	}
