@@ -132,6 +132,17 @@ want_line aarch64
 if grep -q "snapshot" "$work/err"; then fail "stderr speaks of a snapshot again: $(grep snapshot "$work/err" | head -n 1)"; fi
 tap "run again: restored from the default snapshot, quietly, the same guest"
 
+cmd="bench restore $guest --runs 3 --warmup 0 --json bench.json -- true"
+diag_shown=0
+# shellcheck disable=SC2086
+mf bench restore $guest --runs 3 --warmup 0 --json "$work/bench.json" -- true
+want_rc 0
+[ "$(grep -c '"type":"run"' "$work/bench.json")" -eq 3 ] || fail "not 3 run lines in the record"
+grep -q '"at_ms":{"main":[0-9].*"first_kvm_run":[0-9].*"exit":[0-9]' "$work/bench.json" || fail "a run's record lacks its points"
+grep -q '"machine":"aarch64"' "$work/bench.json" || fail "the host record does not say aarch64"
+grep -q '^exit  *3 ' "$work/out" || fail "the table has no exit row over 3 runs"
+tap "bench restore --runs 3 on arm64: every run's points from exec to exit in the record, the host aarch64, the table"
+
 # snapshot create with a --setup command and two vCPUs, then run --snapshot.
 snap=$work/snap2
 cmd="snapshot create $guest --cpus 2 --setup 'echo from-setup >/root/s' --out snap2"
