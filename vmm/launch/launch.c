@@ -44,9 +44,7 @@ void launch_timings(const struct launch *l, uint64_t end_ns, struct event_timing
 
 	*t = (struct event_timings){
 		.vmm_setup = phase_ms(l->start_ns, l->built_ns),
-		.first_run = phase_ms(l->start_ns, vm_first_run_ns(&l->vm)),
 		.guest_init = l->snap ? -1 : (double)vm_guest_init_us(&l->vm) / 1000,
-		.agent_ready = phase_ms(l->start_ns, l->use_agent ? l->agent.ready_ns : 0),
 		.command_start = -1, .command_end = -1, .teardown = -1,
 		.total = phase_ms(l->start_ns, end_ns),
 		.restored = l->snap != NULL,
@@ -56,6 +54,9 @@ void launch_timings(const struct launch *l, uint64_t end_ns, struct event_timing
 	launch_phases(l, at);
 	for (int p = 0; p < PHASE_NR; p++)
 		t->phases[p] = phase_ms(l->start_ns, at[p]);
+	/* The event's older fields, the same milestones. */
+	t->first_run = t->phases[PHASE_FIRST_RUN];
+	t->agent_ready = t->phases[PHASE_AGENT_READY];
 	for (int r = 0; r < VCPU_EXIT_REASONS; r++) {
 		t->exit_kinds[r] = vcpu_exit_name(r);
 		t->exit_counts[r] = l->vm.exits[r];
