@@ -1,54 +1,28 @@
 /* density.c - mayfly bench density: idle VMs restored one after another from one snapshot and kept, the host read from /proc at each tenth. */
 #include "bench/density.h"
-#include "bench/runner.h"
+#include "bench/vm_proc.h"
 #include "lib/clock.h"
+#include "lib/fs_tree.h"
+#include "lib/procfs.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <ftw.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-struct vm {
-	pid_t pid;                     /* its boot process: the jail's supervisor */
-	char sock[PATH_MAX + 16];      /* --vsock=DIR/vmN.sock */
-};
-
-/* A "Key:  N kB" line of a /proc file; -1 without it. */
-static int64_t proc_kib(const char *path, const char *key)
-{
-	FILE *f = fopen(path, "re");
-	char line[256];
-	size_t klen = strlen(key);
-	int64_t v = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ':') {
-			v = strtoll(line + klen + 1, NULL, 10);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return v;
-}
 
 /* pid and its descendants, added into st: PSS, threads, open fds. */
 static void add_tree(pid_t pid, struct density_step *st, int depth)
 {
 	char path[64], kids[4096];
-	int64_t v;
+	long long v;
 	FILE *f;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	if ((v = proc_kib(path, "Pss")) > 0)
+	if ((v = procfs_number(path, "Pss")) > 0)
 		st->pss_kib += v;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((v = proc_kib(path, "Threads")) > 0)   /* no unit: the number itself */
+	if ((v = procfs_number(path, "Threads")) > 0)   /* no unit: the number itself */
 		st->threads += (unsigned)v;
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	d = opendir(path);
@@ -70,36 +44,25 @@ static void add_tree(pid_t pid, struct density_step *st, int depth)
 		fclose(f);
 }
 
-static void measure(const struct vm *vms, unsigned n, struct density_step *st)
+static void measure(const struct bench_vm *vms, unsigned n, struct density_step *st)
 {
 	st->n = n;
 	st->pss_kib = 0;
 	st->threads = st->fds = 0;
 	for (unsigned i = 0; i < n; i++)
 		add_tree(vms[i].pid, st, 0);
-	st->mem_available_kib = proc_kib("/proc/meminfo", "MemAvailable");
-	st->page_tables_kib = proc_kib("/proc/meminfo", "SecPageTables");
+	st->mem_available_kib = procfs_number("/proc/meminfo", "MemAvailable");
+	st->page_tables_kib = procfs_number("/proc/meminfo", "SecPageTables");
 }
 
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* Every VM ended (SIGTERM) and reaped, the directory removed. */
-static void end_all(struct vm *vms, unsigned n, const char *dir)
+/* Every VM ended (SIGTERM to all, then each reaped), the directory removed. */
+static void end_all(struct bench_vm *vms, unsigned n, const char *dir)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (vms[i].pid > 0)
-			kill(vms[i].pid, SIGTERM);
+		bench_vm_stop(&vms[i]);
 	for (unsigned i = 0; i < n; i++)
-		while (vms[i].pid > 0 && waitpid(vms[i].pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+		bench_vm_reap(&vms[i]);
+	fs_remove_tree(dir);
 }
 
 /* The last line of a VM's log, what it said when it failed ("" none). */
@@ -119,43 +82,25 @@ static void last_line(const char *path, char *out, size_t len)
 }
 
 /* Start VM i and wait for its agent: 0, or -1 with err. */
-static int start_vm(const struct density_plan *p, const char *dir, struct vm *vm, unsigned i,
+static int start_vm(const struct density_plan *p, const char *dir, struct bench_vm *vm, unsigned i,
 		    double *ms, char *err, size_t errlen)
 {
-	char *argv[8 + 64], *exec[] = { (char *)p->self, "exec", vm->sock, "--", "true", NULL };
-	char log[PATH_MAX], why[200];
-	size_t n = 0;
-	uint64_t t0;
+	char name[16], log[PATH_MAX], why[200], fail[200];
+	uint64_t t0 = clock_now_ns();
 	int rc;
 
-	if ((size_t)snprintf(vm->sock, sizeof(vm->sock), "--vsock=%s/vm%u.sock", dir, i) >=
-	    sizeof(vm->sock)) {
-		snprintf(err, errlen, "the directory %s is too long a path", dir);
-		return -1;
-	}
-	argv[n++] = (char *)p->self;
-	argv[n++] = "boot";
-	argv[n++] = vm->sock;
-	for (size_t k = 0; p->vm_opts[k] && n < sizeof(argv) / sizeof(argv[0]) - 1; k++)
-		argv[n++] = p->vm_opts[k];
-	argv[n] = NULL;
+	snprintf(name, sizeof(name), "vm%u", i);
 	/* Its log lines (a stop by SIGTERM says so, for each VM) go to a
 	 * file of its own, read back when it fails. */
-	if ((size_t)snprintf(log, sizeof(log), "%s/vm%u.err", dir, i) >= sizeof(log))
-		log[0] = '\0';   /* cannot be: the socket's longer name fitted */
-	t0 = clock_now_ns();
-	rc = bench_spawn(argv, log[0] ? log : NULL, &vm->pid);
-	if (rc) {
-		vm->pid = 0;
-		snprintf(err, errlen, "VM %u: cannot start mayfly boot: %s", i + 1, strerror(-rc));
+	if ((size_t)snprintf(log, sizeof(log), "%s/%s.err", dir, name) >= sizeof(log)) {
+		snprintf(err, errlen, "the directory %.200s is too long a path", dir);
 		return -1;
 	}
-	rc = bench_spawn_wait(exec);   /* exec waits for the agent (60 s at most) */
+	rc = bench_vm_start(vm, p->self, dir, name, p->vm_opts, log, fail, sizeof(fail));
 	*ms = (double)(clock_now_ns() - t0) / 1e6;
 	if (rc) {
 		last_line(log, why, sizeof(why));
-		snprintf(err, errlen, "VM %u never answered (mayfly exec exited %d)%s%.150s", i + 1,
-			 rc, why[0] ? ": " : "", why);
+		snprintf(err, errlen, "VM %u: %s%s%.150s", i + 1, fail, why[0] ? ": " : "", why);
 		return -1;
 	}
 	return 0;
@@ -163,11 +108,10 @@ static int start_vm(const struct density_plan *p, const char *dir, struct vm *vm
 
 int bench_density(const struct density_plan *p, unsigned *answering, char *err, size_t errlen)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct density_step before = { 0 }, st = { 0 };
 	unsigned started = 0, tenth = p->count >= 10 ? p->count / 10 : 1;
 	char dir[PATH_MAX];
-	struct vm *vms;
+	struct bench_vm *vms;
 	int rc = 0;
 
 	*answering = 0;
@@ -176,9 +120,11 @@ int bench_density(const struct density_plan *p, unsigned *answering, char *err, 
 		return -1;
 	}
 	vms = calloc(p->count, sizeof(*vms));
-	snprintf(dir, sizeof(dir), "%s/mayfly-bench-density.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!vms || !mkdtemp(dir)) {
-		snprintf(err, errlen, "%s", vms ? strerror(errno) : "out of memory");
+	if (!vms) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (bench_workdir(dir, sizeof(dir), "density", err, errlen)) {
 		free(vms);
 		return -1;
 	}
@@ -198,11 +144,8 @@ int bench_density(const struct density_plan *p, unsigned *answering, char *err, 
 		}
 	}
 	/* Idle so long, each still answers. */
-	for (unsigned i = 0; !rc && i < p->count; i++) {
-		char *exec[] = { (char *)p->self, "exec", vms[i].sock, "--", "true", NULL };
-
-		*answering += bench_spawn_wait(exec) == 0;
-	}
+	for (unsigned i = 0; !rc && i < p->count; i++)
+		*answering += bench_vm_exec(&vms[i], p->self) == 0;
 	end_all(vms, started, dir);
 	free(vms);
 	return rc ? -1 : 0;

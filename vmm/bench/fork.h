@@ -4,17 +4,16 @@
 
 #include <limits.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "bench/sample.h"
+#include "bench/vm_proc.h"
 
 struct bench_fork {
 	char dir[PATH_MAX];            /* ours: the parent's socket and the forks */
-	char sock_arg[PATH_MAX + 16];  /* --vsock=DIR/parent.sock */
 	char out_arg[PATH_MAX + 16];   /* --out=DIR/fN, the next fork's */
 	char snap_arg[PATH_MAX + 16];  /* --snapshot=DIR/fN: the run's argument */
 	unsigned forks;                /* made so far */
-	pid_t parent;                  /* 0: not running */
+	struct bench_vm parent;        /* --vsock=DIR/parent.sock */
 };
 
 /* Make the directory, start the parent, `self boot --vsock DIR/parent.sock`

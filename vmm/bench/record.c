@@ -1,5 +1,6 @@
 /* record.c - mayfly bench's JSON lines, built with jansson: the host, each run, each summary; and a file read back. */
 #include "bench/record.h"
+#include "lib/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,29 +12,6 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The file's first line naming `key` ("key : value" or "key: value"),
- * its value in out; "" when there is none. */
-static void file_value(const char *path, const char *key, char *out, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	char line[512];
-	size_t klen = strlen(key);
-
-	out[0] = '\0';
-	while (f && fgets(line, sizeof(line), f)) {
-		char *v = line + klen;
-
-		if (strncmp(line, key, klen) || (*v != ' ' && *v != '\t' && *v != ':'))
-			continue;
-		v += strspn(v, " \t:");
-		v[strcspn(v, "\n")] = '\0';
-		snprintf(out, len, "%s", v);
-		break;
-	}
-	if (f)
-		fclose(f);
-}
 
 /* A one-line file (sysfs), without its newline; "" when unreadable. */
 static void file_line(const char *path, char *out, size_t len)
@@ -110,21 +88,21 @@ static json_t *host_json(const struct bench_header *h)
 
 	if (uname(&u))
 		memset(&u, 0, sizeof(u));
-	file_value("/proc/cpuinfo", "model name", model, sizeof(model));
+	procfs_field("/proc/cpuinfo", "model name", model, sizeof(model));
 	if (!model[0]) {   /* arm64 names its cores by implementer and part */
 		char impl[32], part[32];
 
-		file_value("/proc/cpuinfo", "CPU implementer", impl, sizeof(impl));
-		file_value("/proc/cpuinfo", "CPU part", part, sizeof(part));
+		procfs_field("/proc/cpuinfo", "CPU implementer", impl, sizeof(impl));
+		procfs_field("/proc/cpuinfo", "CPU part", part, sizeof(part));
 		snprintf(model, sizeof(model), "implementer %s part %s", impl, part);
 	}
-	file_value("/proc/cpuinfo", "flags", flags + 1, sizeof(flags) - 2);
+	procfs_field("/proc/cpuinfo", "flags", flags + 1, sizeof(flags) - 2);
 	flags[0] = ' ';
 	strcat(flags, " ");
 	file_line("/sys/class/dmi/id/sys_vendor", vendor, sizeof(vendor));
 	file_line("/sys/class/dmi/id/product_name", product, sizeof(product));
 	file_line("/sys/firmware/devicetree/base/compatible", compatible, sizeof(compatible));
-	file_value("/proc/meminfo", "MemTotal", mem, sizeof(mem));
+	procfs_field("/proc/meminfo", "MemTotal", mem, sizeof(mem));
 	thp_setting(thp, sizeof(thp));
 	gmtime_r(&now, &tm);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);

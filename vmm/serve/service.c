@@ -9,6 +9,7 @@
 #include "lib/clock.h"
 #include "lib/fs_tree.h"
 #include "lib/log.h"
+#include "lib/procfs.h"
 #include "net/rules.h"
 
 #include <errno.h>
@@ -404,16 +405,8 @@ static bool shape_ok(const struct service_template *t, const struct api_create *
 /* MemAvailable in /proc/meminfo's format, in MiB; -1 when unknown. */
 static long long mem_available_mib(const char *path)
 {
-	char line[128];
-	long long kib = -1;
-	FILE *f = fopen(path, "re");
+	long long kib = procfs_number(path, "MemAvailable");
 
-	if (!f)
-		return -1;
-	while (kib < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1)
-			kib = -1;
-	fclose(f);
 	return kib < 0 ? -1 : kib / 1024;
 }
 
